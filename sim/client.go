@@ -1,0 +1,571 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// ClientConfig configures a simulated client.
+type ClientConfig struct {
+	// SessionTimeout is the timeout the client asks for, as the argument of
+	// zk.Connect; the server clamps it to its bounds. It must be positive.
+	SessionTimeout time.Duration
+	// ConnectTimeout bounds a connection attempt that gets no answer
+	// (go-zookeeper's default is 1 s).
+	ConnectTimeout time.Duration
+}
+
+// reconnectBackoff is go-zookeeper's pause before each connection round
+// after the first: with one server, every reconnect starts a new round of
+// the host list (DNSHostProvider.Next reports retryStart), which flushes
+// the unsent requests with ErrNoServer and sleeps one second.
+const reconnectBackoff = time.Second
+
+type watchType int
+
+// The three client-side watch kinds of go-zookeeper (watchTypeData,
+// watchTypeExist, watchTypeChild).
+const (
+	watchData watchType = iota + 1
+	watchExist
+	watchChild
+)
+
+type watchKey struct {
+	path string
+	typ  watchType
+}
+
+// pending is a request between its call and its reply.
+type pending struct {
+	req     Request
+	done    bool
+	resp    Response
+	err     error // set when the request failed before a reply: connection closed, no server, closing
+	onReply func(err error)
+}
+
+// Client is a simulated go-zookeeper/zk client connection. Its connection
+// life follows zk.Conn's: it connects in the background, reconnects after
+// a loss with the same session while the session lives, fails requests in
+// flight at a loss with zk.ErrConnectionClosed whether or not the server
+// applied them, fails requests still unsent at the next reconnection round
+// with zk.ErrNoServer, re-registers its watches with setWatches, and after
+// an expiry invalidates every watch (EventNotWatching) and goes on with a
+// new session. Its methods implement recipes.Conn and must be called from
+// tasks of its world.
+type Client struct {
+	w    *World
+	id   int
+	name string
+	cfg  ClientConfig
+
+	sessionID     int64
+	passwd        []byte
+	timeoutMs     int32
+	recvTimeoutNs int64
+	pingEveryNs   int64
+	lastZxid      int64
+	xid           int32
+	state         zk.State
+	generation    uint64
+	rounds        int
+
+	conn       *netConn
+	authed     bool
+	lastRecvNs int64
+	authTimer  *timer
+	pingTimer  *timer
+	recvTimer  *timer
+	dialTimer  *timer
+
+	unsent   []*pending
+	inflight []*pending
+
+	watchers   map[watchKey][]chan zk.Event
+	watchOrder []watchKey
+
+	closing bool
+	closed  bool
+	crashed bool
+
+	pausedUntilNs      int64
+	partitionedUntilNs int64
+	dialBlockedUntilNs int64
+	frozen             []*timer
+	dropRequests       int
+	dropReplies        int
+
+	tasks []*task
+}
+
+// NewClient adds a client to the world; it starts connecting at once, in
+// the background, as zk.Connect does.
+func (w *World) NewClient(cfg ClientConfig) (*Client, error) {
+	if cfg.SessionTimeout <= 0 {
+		return nil, fmt.Errorf("sim: session timeout must be positive, got %v", cfg.SessionTimeout)
+	}
+	if cfg.ConnectTimeout < 0 {
+		return nil, fmt.Errorf("sim: connect timeout must not be negative, got %v", cfg.ConnectTimeout)
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = time.Second
+	}
+	c := &Client{w: w, id: len(w.clients) + 1, cfg: cfg, watchers: make(map[watchKey][]chan zk.Event), state: zk.StateDisconnected}
+	c.name = fmt.Sprintf("c%d", c.id)
+	c.setTimeouts(int32(cfg.SessionTimeout / time.Millisecond))
+	w.clients = append(w.clients, c)
+	w.after(0, c, "connect", c.startRound)
+	return c, nil
+}
+
+// Clients returns the world's clients, numbered from 1.
+func (w *World) Clients() []*Client { return w.clients }
+
+// Number is the client's number in its world, from 1.
+func (c *Client) Number() int { return c.id }
+
+func (c *Client) number() int {
+	if c == nil {
+		return 0
+	}
+	return c.id
+}
+
+func (c *Client) session() int64 {
+	if c == nil {
+		return 0
+	}
+	return c.sessionID
+}
+
+func (c *Client) paused() bool      { return c.pausedUntilNs > c.w.nowNs }
+func (c *Client) partitioned() bool { return c.partitionedUntilNs > c.w.nowNs }
+
+// setTimeouts derives the read timeout and ping interval from the session
+// timeout as go-zookeeper does: reads time out after 2/3 of it, pings go
+// every 1/3.
+func (c *Client) setTimeouts(ms int32) {
+	c.timeoutMs = ms
+	c.recvTimeoutNs = int64(ms) * int64(time.Millisecond) * 2 / 3
+	c.pingEveryNs = c.recvTimeoutNs / 2
+}
+
+func (c *Client) setState(s zk.State) {
+	c.state = s
+	c.generation++
+	c.w.emit(Event{Kind: "session", Client: c.id, Session: c.sessionID, State: s.String()})
+}
+
+// --- the connection loop, as steps ---
+
+// startRound begins a connection attempt (zk.Conn.connect).
+func (c *Client) startRound() {
+	if c.crashed {
+		return
+	}
+	if c.closing {
+		c.finishClose()
+		return
+	}
+	c.rounds++
+	c.setState(zk.StateConnecting)
+	if c.rounds > 1 {
+		c.flushUnsent(zk.ErrNoServer)
+		c.dialTimer = c.w.after(int64(reconnectBackoff), c, "reconnect backoff", c.dial)
+		return
+	}
+	c.dial()
+}
+
+func (c *Client) dial() {
+	if c.closing {
+		c.finishClose()
+		return
+	}
+	conn, refused := c.w.dial(c)
+	if conn == nil {
+		if refused {
+			c.w.emit(Event{Kind: "session", Client: c.id, Detail: "connection refused"})
+			c.startRound()
+			return
+		}
+		c.dialTimer = c.w.after(int64(c.cfg.ConnectTimeout), c, "connect timeout", func() {
+			c.w.emit(Event{Kind: "session", Client: c.id, Detail: "connect timed out"})
+			c.startRound()
+		})
+		return
+	}
+	c.conn = conn
+	c.setState(zk.StateConnected)
+	passwd := c.passwd
+	if passwd == nil {
+		passwd = make([]byte, 16)
+	}
+	c.w.sendToServer(conn, wireMsg{kind: wireConnect, connect: ConnectRequest{SessionID: c.sessionID, Passwd: passwd, TimeoutMs: c.timeoutMs, LastZxidSeen: c.lastZxid}})
+	c.w.emit(Event{Kind: "send", Client: c.id, Session: c.sessionID, Op: "connect", Detail: fmt.Sprintf("conn%d timeout=%dms", conn.id, c.timeoutMs)})
+	// authenticate() waits ten read timeouts for the handshake.
+	c.authTimer = c.w.after(c.recvTimeoutNs*10, c, "handshake timeout", func() { c.connectionLost("handshake timed out") })
+}
+
+// receive handles one message from the server.
+func (c *Client) receive(conn *netConn, o Output) {
+	if conn != c.conn {
+		panic(fmt.Sprintf("sim: client %d got a message on conn%d, not its current one", c.id, conn.id))
+	}
+	c.lastRecvNs = c.w.nowNs
+	switch o.Kind {
+	case OutConnect:
+		c.authenticated(o.Connect)
+	case OutReply:
+		c.handleReply(o.Reply)
+	case OutEvent:
+		c.w.emit(Event{Kind: "watch", Client: c.id, Session: c.sessionID, Op: o.Event.Type.String(), Path: o.Event.Path})
+		c.notifyWatches(o.Event)
+	case OutClose:
+		c.connectionLost("closed by the server")
+	}
+}
+
+func (c *Client) authenticated(r ConnectResponse) {
+	c.w.stop(c.authTimer)
+	if r.SessionID == 0 {
+		c.w.emit(Event{Kind: "recv", Client: c.id, Session: c.sessionID, Op: "connect", Detail: "session expired"})
+		c.sessionID = 0
+		c.passwd = nil
+		c.lastZxid = 0
+		c.setState(zk.StateExpired)
+		c.invalidateWatches(zk.ErrSessionExpired)
+		c.endConn(zk.ErrSessionExpired)
+		return
+	}
+	c.sessionID = r.SessionID
+	c.passwd = r.Passwd
+	c.setTimeouts(r.TimeoutMs)
+	c.authed = true
+	c.lastRecvNs = c.w.nowNs
+	c.setState(zk.StateHasSession)
+	c.schedulePing()
+	c.recvTimer = c.w.after(c.recvTimeoutNs, c, "read deadline", c.checkRecv)
+	// The send loop first drains what was queued while disconnected; the
+	// setWatches goroutine queues its requests behind them.
+	queued := c.unsent
+	c.unsent = nil
+	for _, p := range queued {
+		c.transmit(p)
+	}
+	c.sendSetWatches()
+}
+
+func (c *Client) schedulePing() {
+	c.pingTimer = c.w.after(c.pingEveryNs, c, "ping", func() {
+		if !c.authed {
+			return
+		}
+		c.w.sendToServer(c.conn, wireMsg{kind: wireRequest, req: Request{Xid: -2, Op: OpPing}})
+		c.schedulePing()
+	})
+}
+
+// checkRecv is the read deadline: the connection is given up when nothing
+// at all came for a read timeout.
+func (c *Client) checkRecv() {
+	if !c.authed {
+		return
+	}
+	if deadline := c.lastRecvNs + c.recvTimeoutNs; deadline > c.w.nowNs {
+		c.recvTimer = c.w.after(deadline-c.w.nowNs, c, "read deadline", c.checkRecv)
+		return
+	}
+	c.connectionLost("read timed out")
+}
+
+// connectionLost ends the current connection after a network failure.
+func (c *Client) connectionLost(why string) {
+	c.w.emit(Event{Kind: "session", Client: c.id, Session: c.sessionID, Detail: "connection lost: " + why})
+	c.endConn(zk.ErrConnectionClosed)
+}
+
+// endConn is the tail of zk.Conn.loop: the connection is closed, the
+// client is disconnected, requests in flight fail with err, and a new
+// connection round begins (unless the client is closing).
+func (c *Client) endConn(err error) {
+	c.w.stop(c.authTimer)
+	c.w.stop(c.pingTimer)
+	c.w.stop(c.recvTimer)
+	if c.conn != nil {
+		c.w.closeClientEnd(c.conn)
+		c.conn = nil
+	}
+	c.authed = false
+	c.setState(zk.StateDisconnected)
+	if c.closing {
+		c.failInflight(zk.ErrClosing)
+		c.finishClose()
+		return
+	}
+	c.failInflight(err)
+	c.startRound()
+}
+
+func (c *Client) failInflight(err error) {
+	inflight := c.inflight
+	c.inflight = nil
+	for _, p := range inflight {
+		p.fail(err)
+	}
+}
+
+func (c *Client) flushUnsent(err error) {
+	unsent := c.unsent
+	c.unsent = nil
+	for _, p := range unsent {
+		p.fail(err)
+	}
+}
+
+func (p *pending) fail(err error) {
+	p.done = true
+	p.err = err
+}
+
+func (c *Client) nextXid() int32 {
+	c.xid = (c.xid + 1) & 0x7fffffff
+	return c.xid
+}
+
+// transmit sends a request on the live connection. A request too large for
+// go-zookeeper's send buffer fails there and then, unsent.
+func (c *Client) transmit(p *pending) {
+	if packetLen(p.req) > clientBufferBytes {
+		p.fail(zk.ErrShortBuffer)
+		return
+	}
+	c.inflight = append(c.inflight, p)
+	c.w.sendToServer(c.conn, wireMsg{kind: wireRequest, req: p.req})
+	c.w.emit(Event{Kind: "send", Client: c.id, Session: c.sessionID, Op: p.req.Op.String(), Xid: p.req.Xid, Path: p.req.Path})
+}
+
+func (c *Client) handleReply(r Response) {
+	if r.Xid == -2 {
+		return // a ping's answer; go-zookeeper ignores it, zxid and all
+	}
+	if r.Zxid > 0 {
+		c.lastZxid = r.Zxid
+	}
+	i := slices.IndexFunc(c.inflight, func(p *pending) bool { return p.req.Xid == r.Xid })
+	if i < 0 {
+		c.w.emit(Event{Kind: "recv", Client: c.id, Xid: r.Xid, Detail: "reply for an unknown request"})
+		return
+	}
+	p := c.inflight[i]
+	c.inflight = slices.Delete(c.inflight, i, i+1)
+	err := r.Err.Error()
+	errText := ""
+	if err != nil {
+		errText = err.Error()
+	}
+	c.w.emit(Event{Kind: "recv", Client: c.id, Session: c.sessionID, Op: p.req.Op.String(), Xid: r.Xid, Zxid: r.Zxid, Err: errText})
+	if p.onReply != nil {
+		p.onReply(err)
+	}
+	p.done = true
+	p.resp = r
+	if p.req.Op == OpCloseSession {
+		// The recv loop ends with io.EOF after the close reply.
+		c.endConn(zk.ErrConnectionClosed)
+	}
+}
+
+// --- watches ---
+
+func (c *Client) addWatcher(path string, typ watchType) <-chan zk.Event {
+	ch := make(chan zk.Event, 1)
+	k := watchKey{path, typ}
+	if _, ok := c.watchers[k]; !ok {
+		c.watchOrder = append(c.watchOrder, k)
+	}
+	c.watchers[k] = append(c.watchers[k], ch)
+	return ch
+}
+
+// notifyWatches hands a server notification to every client-side watcher
+// it concerns, as zk.Conn.notifyWatches does: one server event may fire
+// several channels.
+func (c *Client) notifyWatches(ev zk.Event) {
+	var types []watchType
+	switch ev.Type {
+	case zk.EventNodeCreated:
+		types = []watchType{watchExist}
+	case zk.EventNodeDataChanged:
+		types = []watchType{watchExist, watchData}
+	case zk.EventNodeChildrenChanged:
+		types = []watchType{watchChild}
+	case zk.EventNodeDeleted:
+		types = []watchType{watchExist, watchData, watchChild}
+	}
+	for _, t := range types {
+		k := watchKey{ev.Path, t}
+		for _, ch := range c.watchers[k] {
+			ch <- ev
+			close(ch)
+		}
+		c.forgetWatch(k)
+	}
+}
+
+func (c *Client) forgetWatch(k watchKey) {
+	if _, ok := c.watchers[k]; !ok {
+		return
+	}
+	delete(c.watchers, k)
+	c.watchOrder = slices.DeleteFunc(c.watchOrder, func(o watchKey) bool { return o == k })
+}
+
+// invalidateWatches ends every watch with EventNotWatching carrying err.
+func (c *Client) invalidateWatches(err error) {
+	order := c.watchOrder
+	for _, k := range order {
+		ev := zk.Event{Type: zk.EventNotWatching, State: zk.StateDisconnected, Path: k.path, Err: err}
+		for _, ch := range c.watchers[k] {
+			ch <- ev
+			close(ch)
+		}
+	}
+	if len(order) > 0 {
+		c.w.emit(Event{Kind: "watch", Client: c.id, Op: zk.EventNotWatching.String(), Err: err.Error(), Detail: fmt.Sprintf("%d watches", len(order))})
+	}
+	c.watchers = make(map[watchKey][]chan zk.Event)
+	c.watchOrder = nil
+}
+
+// setWatchesLimitBytes is the largest setWatches packet go-zookeeper sends;
+// more watches go in further packets, one after another.
+const setWatchesLimitBytes = 128 * 1024
+
+func (c *Client) sendSetWatches() {
+	if len(c.watchOrder) == 0 {
+		return
+	}
+	var reqs []Request
+	var req *Request
+	size := 0
+	for _, k := range c.watchOrder {
+		add := 4 + len(k.path)
+		if req == nil || size+add > setWatchesLimitBytes {
+			if req != nil {
+				reqs = append(reqs, *req)
+			}
+			size = 28
+			req = &Request{Op: OpSetWatches, RelativeZxid: c.lastZxid}
+		}
+		size += add
+		switch k.typ {
+		case watchData:
+			req.DataWatches = append(req.DataWatches, k.path)
+		case watchExist:
+			req.ExistWatches = append(req.ExistWatches, k.path)
+		case watchChild:
+			req.ChildWatches = append(req.ChildWatches, k.path)
+		}
+	}
+	reqs = append(reqs, *req)
+	c.sendSetWatchesFrom(reqs)
+}
+
+func (c *Client) sendSetWatchesFrom(reqs []Request) {
+	if len(reqs) == 0 || !c.authed {
+		return
+	}
+	p := &pending{req: reqs[0]}
+	p.req.Xid = c.nextXid()
+	p.onReply = func(err error) {
+		if err == nil {
+			c.sendSetWatchesFrom(reqs[1:])
+		}
+	}
+	c.transmit(p)
+}
+
+// --- closing and crashing ---
+
+// Close closes the session, as zk.Conn.Close does: it sends closeSession
+// and waits for the answer, a second at most; then every request still
+// pending fails with zk.ErrClosing and every watch ends with
+// EventNotWatching. Called outside a task, it starts the close and
+// returns; the world finishes it.
+func (c *Client) Close() {
+	if c.closing || c.crashed {
+		return
+	}
+	c.closing = true
+	c.w.emit(Event{Kind: "call", Client: c.id, Session: c.sessionID, Op: "close"})
+	if !c.authed {
+		// The connection loop sees shouldQuit at its next turn.
+		if c.conn != nil {
+			c.endConn(zk.ErrClosing)
+		} else {
+			c.w.stop(c.dialTimer)
+			c.finishClose()
+		}
+		return
+	}
+	p := &pending{req: Request{Xid: c.nextXid(), Op: OpCloseSession}}
+	c.transmit(p)
+	giveUp := c.w.after(int64(time.Second), c, "close timeout", func() {
+		if !c.closed {
+			c.endConn(zk.ErrClosing)
+		}
+	})
+	if c.w.current != nil {
+		c.w.block(func() bool { return c.closed })
+		c.w.stop(giveUp)
+	}
+}
+
+func (c *Client) finishClose() {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	c.w.stop(c.dialTimer)
+	c.state = zk.StateDisconnected
+	c.failInflight(zk.ErrClosing)
+	c.flushUnsent(zk.ErrClosing)
+	c.invalidateWatches(zk.ErrClosing)
+	c.w.emit(Event{Kind: "session", Client: c.id, Detail: "closed"})
+}
+
+// crash kills the client's process: its tasks end where they stand, its
+// connection breaks without a closeSession, and nothing of it runs again.
+func (c *Client) crash() {
+	if c.crashed {
+		return
+	}
+	c.crashed = true
+	for _, t := range c.tasks {
+		if !t.done {
+			t.killed = true
+			t.ready = func() bool { return true }
+		}
+	}
+	c.w.freeze(c) // its timers never fire again
+	c.frozen = nil
+	c.pausedUntilNs = 0
+	if c.conn != nil {
+		conn := c.conn
+		c.conn = nil
+		c.authed = false
+		conn.toClient = nil
+		conn.toServer = nil
+		if c.w.server.HasConn(conn.id) {
+			c.w.server.Disconnect(conn.id)
+		}
+		conn.clientClosed = true
+		c.w.pruneConns()
+	}
+	c.unsent, c.inflight = nil, nil
+}

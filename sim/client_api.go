@@ -1,0 +1,475 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zklab/zklab/recipes"
+)
+
+var _ recipes.Conn = (*Client)(nil)
+
+var errWallClockDeadline = errors.New("sim: the context has a wall-clock deadline; derive deadlines with Conn.WithTimeout so they run in virtual time")
+
+// callable reports why a call cannot be made now, if it cannot.
+func (c *Client) callable(ctx context.Context) error {
+	if c.crashed || c.w.closed {
+		if t := c.w.current; t != nil && t.killed {
+			// The process is dead: its code does not go on.
+			runtime.Goexit()
+		}
+		return zk.ErrClosing
+	}
+	if c.closing {
+		return zk.ErrConnectionClosed
+	}
+	if err := checkContext(ctx); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// do sends a request and blocks the calling task until it is answered or
+// fails. It returns the transport error, if any; the server's error code
+// is in the response.
+func (c *Client) do(ctx context.Context, req Request, onReply func(error)) (Response, error) {
+	if err := c.callable(ctx); err != nil {
+		return Response{}, err
+	}
+	p := &pending{req: req, onReply: onReply}
+	p.req.Xid = c.nextXid()
+	if c.authed {
+		c.transmit(p)
+	} else {
+		c.unsent = append(c.unsent, p)
+	}
+	c.w.block(func() bool { return p.done })
+	if p.err != nil {
+		return Response{}, p.err
+	}
+	return p.resp, p.resp.Err.Error()
+}
+
+// begin records the invocation of an operation in the history.
+func (c *Client) begin(op, path string) int {
+	w := c.w
+	w.history = append(w.history, Operation{
+		ID: len(w.history) + 1, Client: c.id, Session: c.sessionID, Op: op, Path: path,
+		CallStep: w.step, CallTime: time.Duration(w.nowNs),
+	})
+	w.emit(Event{Kind: "call", Client: c.id, Session: c.sessionID, Op: op, Path: path})
+	return len(w.history) - 1
+}
+
+// end records the return of an operation and lets fill add its outcome.
+func (c *Client) end(i int, err error, fill func(o *Operation)) {
+	w := c.w
+	o := &w.history[i]
+	o.Err = err
+	o.ReturnStep = w.step
+	o.ReturnTime = time.Duration(w.nowNs)
+	if fill != nil {
+		fill(o)
+	}
+	e := Event{Kind: "return", Client: c.id, Session: c.sessionID, Op: o.Op, Path: o.Path}
+	if err != nil {
+		e.Err = err.Error()
+	}
+	if o.OutPath != "" && o.OutPath != o.Path {
+		e.Detail = "-> " + o.OutPath
+	}
+	w.emit(e)
+}
+
+func parseFlags(flags int32) (sequential, container, ttl bool, err error) {
+	switch flags {
+	case zk.FlagPersistent, zk.FlagEphemeral:
+	case zk.FlagSequence, zk.FlagEphemeralSequential:
+		sequential = true
+	case zk.FlagContainer:
+		container = true
+	case zk.FlagTTL:
+		ttl = true
+	case zk.FlagPersistentSequentialWithTTL:
+		sequential, ttl = true, true
+	default:
+		return false, false, false, fmt.Errorf("invalid flag value: [%v]", flags)
+	}
+	return
+}
+
+// Create is zk.Conn.Create.
+func (c *Client) Create(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	i := c.begin("create", path)
+	c.w.history[i].Data, c.w.history[i].Flags = data, flags
+	created, err := c.create(ctx, OpCreate, path, data, flags, acl)
+	c.end(i, err, func(o *Operation) { o.OutPath = created })
+	return created, err
+}
+
+// CreateContainer is zk.Conn.CreateContainer.
+func (c *Client) CreateContainer(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	i := c.begin("createContainer", path)
+	c.w.history[i].Data, c.w.history[i].Flags = data, flags
+	created, err := c.create(ctx, OpCreateCont, path, data, flags, acl)
+	c.end(i, err, func(o *Operation) { o.OutPath = created })
+	return created, err
+}
+
+func (c *Client) create(ctx context.Context, op OpCode, path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	sequential, container, ttl, err := parseFlags(flags)
+	if err != nil {
+		return "", err
+	}
+	if !validateClientPath(path, sequential) {
+		return "", zk.ErrInvalidPath
+	}
+	if op == OpCreateCont && !container {
+		return "", fmt.Errorf("CreateContainer requires container flag: %w", zk.ErrInvalidFlags)
+	}
+	if op == OpCreate && ttl {
+		return "", fmt.Errorf("Create with TTL flag disallowed: %w", zk.ErrInvalidFlags)
+	}
+	resp, err := c.do(ctx, Request{Op: op, Path: path, Data: data, Mode: flags, ACL: acl}, nil)
+	if err != nil {
+		return "", err
+	}
+	return resp.Path, nil
+}
+
+// Delete is zk.Conn.Delete.
+func (c *Client) Delete(ctx context.Context, path string, version int32) error {
+	i := c.begin("delete", path)
+	c.w.history[i].Version = version
+	var err error
+	if !validateClientPath(path, false) {
+		err = zk.ErrInvalidPath
+	} else {
+		_, err = c.do(ctx, Request{Op: OpDelete, Path: path, Version: version}, nil)
+	}
+	c.end(i, err, nil)
+	return err
+}
+
+// Exists is zk.Conn.Exists.
+func (c *Client) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
+	ok, stat, _, err := c.exists(ctx, path, false)
+	return ok, stat, err
+}
+
+// ExistsW is zk.Conn.ExistsW: the watch fires on the node's creation if
+// it is missing, and on its change or deletion if it exists.
+func (c *Client) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	return c.exists(ctx, path, true)
+}
+
+func (c *Client) exists(ctx context.Context, path string, watch bool) (bool, *zk.Stat, <-chan zk.Event, error) {
+	i := c.begin(opName("exists", watch), path)
+	c.w.history[i].Watch = watch
+	if !validateClientPath(path, false) {
+		c.end(i, zk.ErrInvalidPath, nil)
+		return false, nil, nil, zk.ErrInvalidPath
+	}
+	var ech <-chan zk.Event
+	var onReply func(error)
+	if watch {
+		onReply = func(err error) {
+			switch err {
+			case nil:
+				ech = c.addWatcher(path, watchData)
+			case zk.ErrNoNode:
+				ech = c.addWatcher(path, watchExist)
+			}
+		}
+	}
+	resp, err := c.do(ctx, Request{Op: OpExists, Path: path, Watch: watch}, onReply)
+	if err == zk.ErrConnectionClosed {
+		c.end(i, err, nil)
+		return false, nil, nil, err
+	}
+	exists := true
+	if err == zk.ErrNoNode {
+		exists, err = false, nil
+	}
+	stat := resp.Stat
+	if watch && err != nil {
+		c.end(i, err, nil)
+		return false, nil, nil, err
+	}
+	c.end(i, err, func(o *Operation) { o.Exists, o.Stat = exists, &stat })
+	return exists, &stat, ech, err
+}
+
+func opName(op string, watch bool) string {
+	if watch {
+		return op + "W"
+	}
+	return op
+}
+
+// Get is zk.Conn.Get.
+func (c *Client) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
+	data, stat, _, err := c.get(ctx, path, false)
+	return data, stat, err
+}
+
+// GetW is zk.Conn.GetW.
+func (c *Client) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	return c.get(ctx, path, true)
+}
+
+func (c *Client) get(ctx context.Context, path string, watch bool) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	i := c.begin(opName("get", watch), path)
+	c.w.history[i].Watch = watch
+	if !validateClientPath(path, false) {
+		c.end(i, zk.ErrInvalidPath, nil)
+		return nil, nil, nil, zk.ErrInvalidPath
+	}
+	var ech <-chan zk.Event
+	var onReply func(error)
+	if watch {
+		onReply = func(err error) {
+			if err == nil {
+				ech = c.addWatcher(path, watchData)
+			}
+		}
+	}
+	resp, err := c.do(ctx, Request{Op: OpGetData, Path: path, Watch: watch}, onReply)
+	if err == zk.ErrConnectionClosed || (watch && err != nil) {
+		c.end(i, err, nil)
+		return nil, nil, nil, err
+	}
+	stat := resp.Stat
+	c.end(i, err, func(o *Operation) { o.OutData, o.Stat = resp.Data, &stat })
+	return resp.Data, &stat, ech, err
+}
+
+// Set is zk.Conn.Set.
+func (c *Client) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
+	i := c.begin("set", path)
+	c.w.history[i].Data, c.w.history[i].Version = data, version
+	if !validateClientPath(path, false) {
+		c.end(i, zk.ErrInvalidPath, nil)
+		return nil, zk.ErrInvalidPath
+	}
+	resp, err := c.do(ctx, Request{Op: OpSetData, Path: path, Data: data, Version: version}, nil)
+	if err == zk.ErrConnectionClosed {
+		c.end(i, err, nil)
+		return nil, err
+	}
+	stat := resp.Stat
+	c.end(i, err, func(o *Operation) { o.Stat = &stat })
+	return &stat, err
+}
+
+// Children is zk.Conn.Children: the names in the order the server keeps
+// them, which is not sorted.
+func (c *Client) Children(ctx context.Context, path string) ([]string, *zk.Stat, error) {
+	children, stat, _, err := c.children(ctx, path, false)
+	return children, stat, err
+}
+
+// ChildrenW is zk.Conn.ChildrenW.
+func (c *Client) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	return c.children(ctx, path, true)
+}
+
+func (c *Client) children(ctx context.Context, path string, watch bool) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	i := c.begin(opName("children", watch), path)
+	c.w.history[i].Watch = watch
+	if !validateClientPath(path, false) {
+		c.end(i, zk.ErrInvalidPath, nil)
+		return nil, nil, nil, zk.ErrInvalidPath
+	}
+	var ech <-chan zk.Event
+	var onReply func(error)
+	if watch {
+		onReply = func(err error) {
+			if err == nil {
+				ech = c.addWatcher(path, watchChild)
+			}
+		}
+	}
+	resp, err := c.do(ctx, Request{Op: OpGetChildren, Path: path, Watch: watch}, onReply)
+	if err == zk.ErrConnectionClosed || (watch && err != nil) {
+		c.end(i, err, nil)
+		return nil, nil, nil, err
+	}
+	stat := resp.Stat
+	c.end(i, err, func(o *Operation) { o.Children, o.Stat = resp.Children, &stat })
+	return resp.Children, &stat, ech, err
+}
+
+// Multi is zk.Conn.Multi. The paths of its ops are not checked by the
+// client, as go-zookeeper checks none.
+func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	i := c.begin("multi", "")
+	reqs := make([]Request, 0, len(ops))
+	for _, op := range ops {
+		switch op := op.(type) {
+		case *zk.CreateRequest:
+			reqs = append(reqs, Request{Op: OpCreate, Path: op.Path, Data: op.Data, ACL: op.Acl, Mode: op.Flags})
+		case *zk.SetDataRequest:
+			reqs = append(reqs, Request{Op: OpSetData, Path: op.Path, Data: op.Data, Version: op.Version})
+		case *zk.DeleteRequest:
+			reqs = append(reqs, Request{Op: OpDelete, Path: op.Path, Version: op.Version})
+		case *zk.CheckVersionRequest:
+			reqs = append(reqs, Request{Op: OpCheck, Path: op.Path, Version: op.Version})
+		default:
+			err := fmt.Errorf("unknown operation type %T", op)
+			c.end(i, err, nil)
+			return nil, err
+		}
+	}
+	resp, err := c.do(ctx, Request{Op: OpMulti, Ops: reqs}, nil)
+	if err != nil && resp.Multi == nil {
+		c.end(i, err, nil)
+		return nil, err
+	}
+	out := make([]zk.MultiResponse, len(resp.Multi))
+	err = nil
+	for j, r := range resp.Multi {
+		switch {
+		case r.Err != CodeOK || r.Op == 0:
+			out[j].Error = r.Err.Error()
+		case r.Op == OpCreate:
+			out[j].String = r.Path
+		case r.Op == OpSetData:
+			stat := r.Stat
+			out[j].Stat = &stat
+		}
+		if err == nil && r.Err != CodeOK {
+			err = r.Err.Error()
+		}
+	}
+	c.end(i, err, func(o *Operation) { o.Multi = out })
+	return out, err
+}
+
+// Sync is zk.Conn.Sync.
+func (c *Client) Sync(ctx context.Context, path string) (string, error) {
+	i := c.begin("sync", path)
+	if !validateClientPath(path, false) {
+		c.end(i, zk.ErrInvalidPath, nil)
+		return "", zk.ErrInvalidPath
+	}
+	resp, err := c.do(ctx, Request{Op: OpSync, Path: path}, nil)
+	if err == zk.ErrConnectionClosed {
+		c.end(i, err, nil)
+		return "", err
+	}
+	c.end(i, err, func(o *Operation) { o.OutPath = resp.Path })
+	return resp.Path, err
+}
+
+// Session returns what the client knows of its session.
+func (c *Client) Session() recipes.Session {
+	return recipes.Session{ID: c.sessionID, State: c.state, Generation: c.generation, TimeoutMs: c.timeoutMs}
+}
+
+// State is zk.Conn.State.
+func (c *Client) State() zk.State { return c.state }
+
+// SessionID is zk.Conn.SessionID.
+func (c *Client) SessionID() int64 { return c.sessionID }
+
+// WaitSession blocks until the session differs from seen.
+func (c *Client) WaitSession(ctx context.Context, seen recipes.Session) (recipes.Session, error) {
+	if err := c.callable(ctx); err != nil {
+		return c.Session(), err
+	}
+	c.w.block(func() bool { return c.generation != seen.Generation || ctx.Err() != nil || c.crashed })
+	if c.generation == seen.Generation {
+		if err := ctx.Err(); err != nil {
+			return c.Session(), err
+		}
+		return c.Session(), zk.ErrClosing
+	}
+	return c.Session(), nil
+}
+
+// Wait blocks until one of the watches fires, or ctx is done.
+func (c *Client) Wait(ctx context.Context, watches ...<-chan zk.Event) (zk.Event, error) {
+	if len(watches) == 0 {
+		return zk.Event{}, errors.New("sim: Wait needs at least one watch")
+	}
+	if err := c.callable(ctx); err != nil {
+		return zk.Event{}, err
+	}
+	var got zk.Event
+	fired := false
+	c.w.block(func() bool {
+		if fired {
+			return true
+		}
+		for _, ch := range watches {
+			// Only the simulation sends on these channels, and it is not
+			// running while this runs: a non-blocking receive is exact.
+			select {
+			case ev := <-ch:
+				got, fired = ev, true
+				return true
+			default:
+			}
+		}
+		return ctx.Err() != nil || c.crashed
+	})
+	if fired {
+		return got, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return zk.Event{}, err
+	}
+	return zk.Event{}, zk.ErrClosing
+}
+
+// Sleep pauses the calling task for d of virtual time, or until ctx is
+// done.
+func (c *Client) Sleep(ctx context.Context, d time.Duration) error {
+	if err := c.callable(ctx); err != nil {
+		return err
+	}
+	if d <= 0 {
+		return nil
+	}
+	woke := false
+	t := c.w.after(int64(d), c, "sleep", func() { woke = true })
+	c.w.block(func() bool { return woke || ctx.Err() != nil || c.crashed })
+	c.w.stop(t)
+	if woke {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return zk.ErrClosing
+}
+
+// WithTimeout is context.WithTimeout in virtual time.
+func (c *Client) WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	inner, cancel := context.WithCancel(ctx)
+	v := &virtualCtx{Context: inner, parent: ctx, deadline: c.w.wallTime().Add(d)}
+	if parent, ok := ctx.Deadline(); ok && parent.Before(v.deadline) {
+		v.deadline = parent
+	}
+	t := c.w.after(int64(max(d, 0)), c, "context deadline", func() {
+		v.expired.Store(true)
+		cancel()
+	})
+	return v, func() {
+		c.w.stop(t)
+		cancel()
+	}
+}
+
+// Now is the virtual wall clock.
+func (c *Client) Now() time.Time { return c.w.wallTime() }
+
+// GUID draws 32 hex digits from the world's seeded source.
+func (c *Client) GUID() string {
+	return fmt.Sprintf("%016x%016x", c.w.rng.Uint64(), c.w.rng.Uint64())
+}

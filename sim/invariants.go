@@ -1,0 +1,109 @@
+package sim
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// checkNode asserts the invariants of one node after a transaction touched
+// it: if it exists, its parent exists and lists it; if it does not, its
+// parent (when there is one) does not list it; an ephemeral has a live
+// owner that lists it. A violation is a simulator bug and panics.
+func (s *Server) checkNode(path string) {
+	n := s.nodes[path]
+	if path == "/" {
+		if n == nil {
+			panic("sim: invariant: the root is gone")
+		}
+		return
+	}
+	parentPath, name := parentOf(path)
+	parent := s.nodes[parentPath]
+	if n == nil {
+		if parent != nil && parent.children != nil && parent.children.has(name) {
+			panic(fmt.Sprintf("sim: invariant: %s lists deleted child %s", parentPath, name))
+		}
+		return
+	}
+	if parent == nil {
+		panic(fmt.Sprintf("sim: invariant: %s exists without its parent", path))
+	}
+	if parent.children == nil || !parent.children.has(name) {
+		panic(fmt.Sprintf("sim: invariant: %s does not list its child %s", parentPath, name))
+	}
+	if n.mzxid > s.lastZxid || n.czxid > n.mzxid || n.pzxid > s.lastZxid {
+		panic(fmt.Sprintf("sim: invariant: %s has zxids czxid=%#x mzxid=%#x pzxid=%#x past the last zxid %#x", path, n.czxid, n.mzxid, n.pzxid, s.lastZxid))
+	}
+	if ownerKind(n.ephemeralOwner) == ownerSession {
+		sess := s.sessions[n.ephemeralOwner]
+		if sess == nil || sess.ephemerals == nil || !sess.ephemerals.has(path) {
+			panic(fmt.Sprintf("sim: invariant: ephemeral %s has no live owner %#x", path, n.ephemeralOwner))
+		}
+	}
+}
+
+// CheckInvariants checks the whole tree: every node's parent exists and
+// lists it, every listed child exists, every ephemeral has a live owner
+// session that lists it and every session's ephemerals exist and are its
+// own, no zxid is past the last one, and no ephemeral has children. It
+// costs time in the size of the tree; the simulator runs it at the end of
+// a run and the tests after every step.
+func (s *Server) CheckInvariants() error {
+	paths := slices.Sorted(maps.Keys(s.nodes))
+	expiring := 0
+	for _, path := range paths {
+		n := s.nodes[path]
+		if path != "/" {
+			parentPath, name := parentOf(path)
+			parent := s.nodes[parentPath]
+			if parent == nil || parent.children == nil || !parent.children.has(name) {
+				return fmt.Errorf("sim: invariant: %s is not listed by its parent", path)
+			}
+			if ownerKind(parent.ephemeralOwner) == ownerSession {
+				return fmt.Errorf("sim: invariant: ephemeral %s has child %s", parentPath, name)
+			}
+		}
+		if n.children != nil {
+			for name := range n.children.members {
+				if s.nodes[joinPath(path, name)] == nil {
+					return fmt.Errorf("sim: invariant: %s lists missing child %s", path, name)
+				}
+			}
+		}
+		if n.czxid > s.lastZxid || n.mzxid > s.lastZxid || n.pzxid > s.lastZxid {
+			return fmt.Errorf("sim: invariant: %s has a zxid past the last zxid %#x", path, s.lastZxid)
+		}
+		switch ownerKind(n.ephemeralOwner) {
+		case ownerSession:
+			sess := s.sessions[n.ephemeralOwner]
+			if sess == nil || sess.ephemerals == nil || !sess.ephemerals.has(path) {
+				return fmt.Errorf("sim: invariant: ephemeral %s has no live owner %#x", path, n.ephemeralOwner)
+			}
+		case ownerContainer, ownerTTL:
+			expiring++
+		}
+	}
+	if expiring != s.expiringNodes {
+		return fmt.Errorf("sim: invariant: %d containers and TTL nodes, counted %d", expiring, s.expiringNodes)
+	}
+	for id, sess := range s.sessions {
+		if sess.ephemerals == nil {
+			continue
+		}
+		for path := range sess.ephemerals.members {
+			if n := s.nodes[path]; n == nil || n.ephemeralOwner != id {
+				return fmt.Errorf("sim: invariant: session %#x lists ephemeral %s it does not own", id, path)
+			}
+		}
+	}
+	for conn, id := range s.conns {
+		if id == 0 {
+			continue
+		}
+		if sess := s.sessions[id]; sess != nil && sess.conn != conn {
+			return fmt.Errorf("sim: invariant: connection %d is bound to session %#x, which is not bound to it", conn, id)
+		}
+	}
+	return nil
+}

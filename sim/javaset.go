@@ -1,0 +1,154 @@
+package sim
+
+import (
+	"slices"
+	"unicode/utf8"
+)
+
+// javaSet is a set of strings that remembers enough to list its members in
+// the order a java.util.HashSet<String> iterates them.
+//
+// ZooKeeper keeps a znode's children in a HashSet<String> (DataNode.children,
+// created as new HashSet<>(8)) and a session's ephemerals in another
+// (DataTree.ephemerals, new HashSet<>()), and it hands their iteration order
+// straight to clients: getChildren returns the children in that order, and a
+// closing session deletes its ephemerals (firing their watches) in that
+// order. A recipe that forgets to sort the children therefore sees the same
+// order here as on a real server.
+//
+// The emulation follows java.util.HashMap of Java 8 and later: hash is
+// h ^ (h >>> 16) of String.hashCode, the bucket is hash & (capacity-1), the
+// table doubles when size exceeds 3/4 of capacity and never shrinks, and a
+// bucket keeps insertion order (a resize splits a bucket without reordering
+// it). It does not emulate tree bins, which Java builds only when one bucket
+// of a table of 64 or more holds eight names.
+type javaSet struct {
+	members  map[string]uint32 // name -> insertion number, for order within a bucket
+	capacity uint32            // the Java table length; 0 until the first insertion
+	initial  uint32            // the capacity the Java constructor was given
+	inserted uint32            // insertions so far
+}
+
+func newJavaSet(initialCapacity uint32) *javaSet {
+	return &javaSet{members: make(map[string]uint32), initial: initialCapacity}
+}
+
+func (s *javaSet) len() int { return len(s.members) }
+
+func (s *javaSet) has(name string) bool {
+	_, ok := s.members[name]
+	return ok
+}
+
+// add inserts name; it reports false if name was already present, which
+// leaves its place in the order unchanged, as in Java.
+func (s *javaSet) add(name string) bool {
+	if _, ok := s.members[name]; ok {
+		return false
+	}
+	if s.capacity == 0 {
+		s.capacity = s.initial
+	}
+	s.inserted++
+	s.members[name] = s.inserted
+	// HashMap.putVal: if (++size > threshold) resize(); threshold = 0.75*capacity.
+	if uint64(len(s.members)) > uint64(s.capacity)*3/4 {
+		s.capacity *= 2
+	}
+	return true
+}
+
+func (s *javaSet) remove(name string) bool {
+	if _, ok := s.members[name]; !ok {
+		return false
+	}
+	delete(s.members, name)
+	return true
+}
+
+// ordered returns the members in Java's iteration order.
+func (s *javaSet) ordered() []string {
+	type entry struct {
+		name   string
+		bucket uint32
+		seq    uint32
+	}
+	entries := make([]entry, 0, len(s.members))
+	mask := s.capacity - 1
+	for name, seq := range s.members {
+		entries = append(entries, entry{name, javaSpreadHash(name) & mask, seq})
+	}
+	slices.SortFunc(entries, func(a, b entry) int {
+		if a.bucket != b.bucket {
+			return cmpUint32(a.bucket, b.bucket)
+		}
+		return cmpUint32(a.seq, b.seq)
+	})
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.name
+	}
+	return names
+}
+
+func cmpUint32(a, b uint32) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// javaSpreadHash is HashMap.hash(key) for a String key: String.hashCode over
+// UTF-16 code units, with the high half folded into the low half.
+func javaSpreadHash(s string) uint32 {
+	var h uint32
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			h = 31*h + uint32(c)
+			i++
+			continue
+		}
+		r, width := utf8.DecodeRuneInString(s[i:])
+		i += width
+		if r >= 0x10000 {
+			r -= 0x10000
+			h = 31*h + uint32(0xD800+(r>>10))
+			h = 31*h + uint32(0xDC00+(r&0x3FF))
+			continue
+		}
+		h = 31*h + uint32(r)
+	}
+	return h ^ (h >> 16)
+}
+
+// clonedOrder lists the members in the order of a clone of the set, as
+// HashSet.clone makes it: a fresh table sized for the members
+// (tableSizeFor(size/0.75 + 1)) filled in this set's iteration order. A
+// closing session's ephemerals are deleted in this order (measured on
+// ZooKeeper 3.8.0).
+func (s *javaSet) clonedOrder() []string {
+	names := s.ordered()
+	capacity := uint32(1)
+	for want := uint32(float32(len(names))/0.75 + 1); capacity < want; {
+		capacity *= 2
+	}
+	mask := capacity - 1
+	buckets := make([]uint32, len(names))
+	for i, name := range names {
+		buckets[i] = javaSpreadHash(name) & mask
+	}
+	index := make([]int, len(names))
+	for i := range index {
+		index[i] = i
+	}
+	slices.SortStableFunc(index, func(a, b int) int { return cmpUint32(buckets[a], buckets[b]) })
+	out := make([]string, len(names))
+	for i, j := range index {
+		out[i] = names[j]
+	}
+	return out
+}

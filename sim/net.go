@@ -1,0 +1,223 @@
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"slices"
+)
+
+type wireKind int
+
+const (
+	wireConnect wireKind = iota + 1
+	wireRequest
+	wireFin // the client closed its end; the server learns it after what came before
+)
+
+type wireMsg struct {
+	kind    wireKind
+	connect ConnectRequest
+	req     Request
+}
+
+// netConn is one TCP connection between a client and the server: two
+// ordered queues. Messages on one connection stay in order; the scheduler
+// interleaves different connections.
+type netConn struct {
+	id           ConnID
+	client       *Client
+	toServer     []wireMsg
+	toClient     []Output
+	clientClosed bool // the client has closed its end and reads nothing more
+}
+
+// dial opens a connection for c if the server can be reached: it reports
+// the connection, or nil and whether the attempt fails at once (refused)
+// rather than after the connect timeout (no answer: a partition).
+func (w *World) dial(c *Client) (conn *netConn, refused bool) {
+	switch {
+	case !w.serverUp || w.nowNs < c.dialBlockedUntilNs:
+		return nil, true
+	case c.partitioned():
+		return nil, false
+	}
+	w.connSeq++
+	conn = &netConn{id: w.connSeq, client: c}
+	w.conns = append(w.conns, conn)
+	w.server.Open(conn.id)
+	return conn, false
+}
+
+func (w *World) connByID(id ConnID) *netConn {
+	// Connections are few and kept in creation order; a search keeps the
+	// world free of maps that could leak their order.
+	i, ok := slices.BinarySearchFunc(w.conns, id, func(c *netConn, id ConnID) int { return int(c.id - id) })
+	if !ok {
+		return nil
+	}
+	return w.conns[i]
+}
+
+func (w *World) sendToServer(conn *netConn, m wireMsg) {
+	conn.toServer = append(conn.toServer, m)
+}
+
+// closeClientEnd closes the client's end of a connection: it reads
+// nothing more, and the server learns of the close after the messages
+// already on their way, which it still receives and applies.
+func (w *World) closeClientEnd(conn *netConn) {
+	if conn.clientClosed {
+		return
+	}
+	conn.clientClosed = true
+	conn.toClient = nil
+	conn.toServer = append(conn.toServer, wireMsg{kind: wireFin})
+}
+
+// reset breaks a connection at once for both ends (an RST): what was on
+// its way is lost, the server drops the connection and its watches now,
+// and the client sees the connection fail.
+func (w *World) reset(conn *netConn, why string) {
+	conn.toServer = nil
+	conn.toClient = nil
+	if w.server.HasConn(conn.id) {
+		w.server.Disconnect(conn.id)
+	}
+	conn.clientClosed = true
+	w.pruneConns()
+	if c := conn.client; c.conn == conn {
+		c.connectionLost(why)
+	}
+}
+
+func (w *World) pruneConns() {
+	w.conns = slices.DeleteFunc(w.conns, func(c *netConn) bool {
+		return c.clientClosed && len(c.toServer) == 0 && !w.server.HasConn(c.id)
+	})
+}
+
+// drainServer routes what the server sent onto its connections; output
+// for a connection the client has closed is lost.
+func (w *World) drainServer() {
+	for _, o := range w.server.Outputs() {
+		conn := w.connByID(o.Conn)
+		if conn == nil || conn.clientClosed {
+			w.emit(Event{Kind: "lost", Detail: fmt.Sprintf("server->conn%d %s", o.Conn, describeOutput(o))})
+			continue
+		}
+		conn.toClient = append(conn.toClient, o)
+	}
+}
+
+// enumerate lists the enabled steps in a fixed order: tasks by creation,
+// the server's own work, connections by creation (to-server before
+// to-client), due timers by time and creation.
+func (w *World) enumerate() []Step {
+	e := w.enabled[:0]
+	for _, t := range w.tasks {
+		if t.done || t.ready == nil {
+			continue
+		}
+		if !t.killed && t.client != nil && (t.client.paused() || t.client.crashed) {
+			continue
+		}
+		if t.ready() {
+			e = append(e, Step{Kind: StepRunTask, Client: t.client.number(), Task: t.name, task: t})
+		}
+	}
+	if w.serverUp && w.server.HasInternal() {
+		e = append(e, Step{Kind: StepServerInternal})
+	}
+	for _, conn := range w.conns {
+		c := conn.client
+		if c.partitioned() {
+			continue
+		}
+		if len(conn.toServer) > 0 && w.serverUp {
+			e = append(e, Step{Kind: StepToServer, Client: c.number(), Conn: conn.id, conn: conn})
+		}
+		if len(conn.toClient) > 0 && !c.paused() {
+			e = append(e, Step{Kind: StepToClient, Client: c.number(), Conn: conn.id, conn: conn})
+		}
+	}
+	w.dueBuf = w.dueTimers(w.dueBuf[:0])
+	for _, t := range w.dueBuf {
+		e = append(e, Step{Kind: StepTimer, Client: t.owner.number(), timer: t})
+	}
+	w.enabled = e
+	return e
+}
+
+// take performs one step other than running a task.
+func (w *World) take(st Step) {
+	switch st.Kind {
+	case StepToServer:
+		w.deliverToServer(st.conn)
+	case StepToClient:
+		w.deliverToClient(st.conn)
+	case StepTimer:
+		heap.Remove(&w.timers, st.timer.index)
+		st.timer.fire()
+	case StepServerInternal:
+		w.server.StepInternal(w.nowMs())
+		w.emit(Event{Kind: "server", Detail: "closeSession applied", Zxid: w.server.LastZxid()})
+		w.drainServer()
+	}
+	w.pruneConns()
+}
+
+func (w *World) deliverToServer(conn *netConn) {
+	m := conn.toServer[0]
+	conn.toServer = conn.toServer[1:]
+	c := conn.client
+	if !w.server.HasConn(conn.id) {
+		if m.kind != wireFin {
+			w.emit(Event{Kind: "lost", Client: c.number(), Detail: fmt.Sprintf("conn%d closed by the server", conn.id), Op: m.req.Op.String(), Xid: m.req.Xid})
+		}
+		return
+	}
+	switch m.kind {
+	case wireConnect:
+		w.server.Connect(w.nowMs(), conn.id, m.connect)
+	case wireRequest:
+		if m.req.Xid >= 0 && c.dropRequests > 0 {
+			c.dropRequests--
+			w.emit(Event{Kind: "fault", Client: c.number(), Op: m.req.Op.String(), Xid: m.req.Xid, Path: m.req.Path, Detail: "request dropped before the server saw it; connection broken"})
+			w.reset(conn, "request dropped")
+			return
+		}
+		w.emit(Event{Kind: "apply", Client: c.number(), Session: c.sessionID, Op: m.req.Op.String(), Xid: m.req.Xid, Path: m.req.Path})
+		w.server.Receive(w.nowMs(), conn.id, m.req)
+	case wireFin:
+		w.server.Disconnect(conn.id)
+		w.emit(Event{Kind: "server", Client: c.number(), Detail: fmt.Sprintf("conn%d closed by the client", conn.id)})
+	}
+	w.drainServer()
+}
+
+func (w *World) deliverToClient(conn *netConn) {
+	o := conn.toClient[0]
+	conn.toClient = conn.toClient[1:]
+	c := conn.client
+	if o.Kind == OutReply && o.Reply.Xid >= 0 && c.dropReplies > 0 {
+		c.dropReplies--
+		w.emit(Event{Kind: "fault", Client: c.number(), Xid: o.Reply.Xid, Zxid: o.Reply.Zxid, Detail: "reply dropped after the server applied the request; connection broken"})
+		w.reset(conn, "reply dropped")
+		return
+	}
+	c.receive(conn, o)
+}
+
+func describeOutput(o Output) string {
+	switch o.Kind {
+	case OutConnect:
+		return fmt.Sprintf("connect session=%#x timeout=%dms", o.Connect.SessionID, o.Connect.TimeoutMs)
+	case OutReply:
+		return fmt.Sprintf("reply xid=%d zxid=%#x err=%v", o.Reply.Xid, o.Reply.Zxid, o.Reply.Err)
+	case OutEvent:
+		return fmt.Sprintf("event %v %s", o.Event.Type, o.Event.Path)
+	case OutClose:
+		return "close"
+	}
+	return "?"
+}

@@ -1,0 +1,58 @@
+package sim
+
+// Request frame sizes in jute encoding, without the 4-byte length prefix:
+// what jute.maxbuffer limits on the server and what go-zookeeper/zk must
+// fit in its 1.5 MiB send buffer. Measured on ZooKeeper 3.8.0 with a
+// world:anyone ACL: create = 47 + len(path) + len(data), setData = 20 +
+// len(path) + len(data).
+const (
+	requestHeaderBytes = 8             // xid, type
+	clientBufferBytes  = 1536*1024 - 4 // go-zookeeper's bufferSize less the length prefix
+	multiHeaderBytes   = 9             // type, done, err
+)
+
+func juteString(s string) int { return 4 + len(s) }
+
+func packetLen(req Request) int {
+	return requestHeaderBytes + bodyLen(req)
+}
+
+func bodyLen(req Request) int {
+	switch req.Op {
+	case OpCreate, OpCreateCont:
+		return juteString(req.Path) + 4 + len(req.Data) + aclLen(req) + 4
+	case OpCreateTTL:
+		return juteString(req.Path) + 4 + len(req.Data) + aclLen(req) + 4 + 8
+	case OpSetData:
+		return juteString(req.Path) + 4 + len(req.Data) + 4
+	case OpDelete, OpCheck:
+		return juteString(req.Path) + 4
+	case OpExists, OpGetData, OpGetChildren:
+		return juteString(req.Path) + 1
+	case OpSync:
+		return juteString(req.Path)
+	case OpMulti:
+		n := multiHeaderBytes
+		for _, op := range req.Ops {
+			n += multiHeaderBytes + bodyLen(op)
+		}
+		return n
+	case OpSetWatches:
+		n := 8 + 12
+		for _, list := range [][]string{req.DataWatches, req.ExistWatches, req.ChildWatches} {
+			for _, p := range list {
+				n += juteString(p)
+			}
+		}
+		return n
+	}
+	return 0
+}
+
+func aclLen(req Request) int {
+	n := 4
+	for _, a := range req.ACL {
+		n += 4 + juteString(a.Scheme) + juteString(a.ID)
+	}
+	return n
+}

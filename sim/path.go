@@ -1,0 +1,128 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// validateServerPath applies ZooKeeper's server-side path rules
+// (org.apache.zookeeper.common.PathUtils.validatePath). A sequential create
+// is checked as if the suffix were already appended, as the server does, so
+// "/lock/" is a valid prefix. The server answers a violation with
+// BADARGUMENTS. The rules work on UTF-16 code units, so every character
+// outside the Basic Multilingual Plane (a surrogate pair) is rejected.
+func validateServerPath(path string, sequential bool) error {
+	if sequential {
+		path += "1"
+	}
+	if path == "" {
+		return fmt.Errorf("path length must be > 0")
+	}
+	if path[0] != '/' {
+		return fmt.Errorf("path %q must start with / character", path)
+	}
+	if len(path) == 1 {
+		return nil
+	}
+	if path[len(path)-1] == '/' {
+		return fmt.Errorf("path %q must not end with / character", path)
+	}
+	units := utf16Units(path)
+	last := uint16('/')
+	for i := 1; i < len(units); last, i = units[i], i+1 {
+		c := units[i]
+		atEnd := i+1 == len(units)
+		switch {
+		case c == 0:
+			return fmt.Errorf("invalid path %q: null character not allowed @%d", path, i)
+		case c == '/' && last == '/':
+			return fmt.Errorf("invalid path %q: empty node name specified @%d", path, i)
+		case c == '.' && last == '.':
+			if units[i-2] == '/' && (atEnd || units[i+1] == '/') {
+				return fmt.Errorf("invalid path %q: relative paths not allowed @%d", path, i)
+			}
+		case c == '.':
+			if units[i-1] == '/' && (atEnd || units[i+1] == '/') {
+				return fmt.Errorf("invalid path %q: relative paths not allowed @%d", path, i)
+			}
+		case c > 0 && c <= 0x1f, c >= 0x7f && c <= 0x9f, c >= 0xd800 && c <= 0xf8ff, c >= 0xfff0:
+			return fmt.Errorf("invalid path %q: invalid character @%d", path, i)
+		}
+	}
+	return nil
+}
+
+func utf16Units(s string) []uint16 {
+	units := make([]uint16, 0, len(s))
+	for _, r := range s {
+		if r >= 0x10000 {
+			r -= 0x10000
+			units = append(units, uint16(0xd800+(r>>10)), uint16(0xdc00+(r&0x3ff)))
+			continue
+		}
+		units = append(units, uint16(r))
+	}
+	return units
+}
+
+// validateClientPath applies the check go-zookeeper/zk makes before it sends
+// a request (util.go validatePath); a violation never reaches the server and
+// fails with zk.ErrInvalidPath. It is laxer than the server: it lets through
+// characters outside the Basic Multilingual Plane, which the server then
+// rejects.
+func validateClientPath(path string, sequential bool) bool {
+	if path == "" || path[0] != '/' {
+		return false
+	}
+	n := len(path)
+	if n == 1 {
+		return true
+	}
+	if !sequential && path[n-1] == '/' {
+		return false
+	}
+	for i := 1; i < n; {
+		r, width := utf8.DecodeRuneInString(path[i:])
+		switch {
+		case r == 0:
+			return false
+		case r == '/':
+			if path[i-1] == '/' {
+				return false
+			}
+		case r == '.':
+			// "/." or "/.." as a whole name is relative.
+			start := i
+			if path[i-1] == '.' {
+				start = i - 1
+			}
+			if path[start-1] == '/' {
+				if i+1 == n || path[i+1] == '/' {
+					return false
+				}
+			}
+		case r <= 0x1f, r >= 0x7f && r <= 0x9f, r >= 0xf000 && r <= 0xf8ff, r >= 0xfff0 && r < 0xffff:
+			return false
+		}
+		i += width
+	}
+	return true
+}
+
+// parentOf returns the parent path and the last name of a valid path other
+// than the root.
+func parentOf(path string) (parent, name string) {
+	i := strings.LastIndexByte(path, '/')
+	if i == 0 {
+		return "/", path[1:]
+	}
+	return path[:i], path[i+1:]
+}
+
+func joinPath(parent, name string) string {
+	if parent == "/" {
+		return "/" + name
+	}
+	return parent + "/" + name
+}

@@ -1,0 +1,1008 @@
+package sim
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// ServerConfig holds the settings of a standalone ZooKeeper server that the
+// simulation depends on. The zero value of each field means ZooKeeper's
+// default.
+type ServerConfig struct {
+	// TickTimeMs is tickTime, the server's basic time unit; sessions expire
+	// on tick boundaries (SessionTrackerImpl's expiration interval).
+	TickTimeMs int64
+	// MinSessionTimeoutMs and MaxSessionTimeoutMs bound the negotiated
+	// session timeout; ZooKeeper defaults them to 2 and 20 ticks.
+	MinSessionTimeoutMs int64
+	MaxSessionTimeoutMs int64
+	// EpochMs is the wall-clock time, in milliseconds since 1970, that
+	// virtual time 0 stands for; it is what ctime and mtime count from.
+	EpochMs int64
+	// ContainerCheckIntervalMs is znode.container.checkIntervalMs, how often
+	// the ContainerManager deletes empty containers (default 60 s).
+	ContainerCheckIntervalMs int64
+	// ExtendedTypes is zookeeper.extendedTypesEnabled, which TTL nodes need;
+	// it is off by default, and a TTL create is then UNIMPLEMENTED.
+	ExtendedTypes bool
+	// MaxPacketBytes is jute.maxbuffer: a request packet longer than this
+	// makes the server close the connection unread (NIOServerCnxn "Len
+	// error"). Default 0xfffff.
+	MaxPacketBytes int
+}
+
+func (c ServerConfig) withDefaults() ServerConfig {
+	if c.TickTimeMs == 0 {
+		c.TickTimeMs = 2000
+	}
+	if c.MinSessionTimeoutMs == 0 {
+		c.MinSessionTimeoutMs = 2 * c.TickTimeMs
+	}
+	if c.MaxSessionTimeoutMs == 0 {
+		c.MaxSessionTimeoutMs = 20 * c.TickTimeMs
+	}
+	if c.EpochMs == 0 {
+		c.EpochMs = DefaultEpochMs
+	}
+	if c.ContainerCheckIntervalMs == 0 {
+		c.ContainerCheckIntervalMs = 60_000
+	}
+	if c.MaxPacketBytes == 0 {
+		c.MaxPacketBytes = 0xfffff
+	}
+	return c
+}
+
+// DefaultEpochMs is 2026-01-01T00:00:00Z: virtual time 0 as a wall clock.
+const DefaultEpochMs = 1767225600000
+
+// Ephemeral owners that are not sessions (EphemeralType in ZooKeeper).
+const (
+	containerOwner = math.MinInt64 // EphemeralType.CONTAINER
+	ttlOwnerMask   = int64(-1) << 56
+	ttlMaxMs       = int64(1)<<40 - 1 // EphemeralType.TTL's 40-bit field... bounded further by MAX_TTL
+)
+
+// znode is one node of the tree. Its Stat fields are stored, its counts are
+// derived: dataLength from data and numChildren from children.
+type znode struct {
+	data           []byte
+	children       *javaSet // nil until the first child
+	czxid          int64
+	mzxid          int64
+	pzxid          int64
+	ctime          int64
+	mtime          int64
+	ephemeralOwner int64
+	version        int32
+	cversion       int32 // children ever created: the sequence counter (see stat)
+	aversion       int32
+	acl            aclID
+}
+
+func (n *znode) numChildren() int {
+	if n.children == nil {
+		return 0
+	}
+	return n.children.len()
+}
+
+// stat is the Stat a client sees, as DataNode.copyStat makes it. The node
+// stores cversion as the number of children ever created, which is also
+// the sequence counter; clients see the number of child changes,
+// 2*creates - present children (every create but those still present has
+// had its delete). Containers and TTL nodes show no ephemeral owner.
+func (n *znode) stat() zk.Stat {
+	numChildren := int32(n.numChildren())
+	owner := n.ephemeralOwner
+	if ownerKind(owner) != ownerSession {
+		owner = 0
+	}
+	return zk.Stat{
+		Czxid: n.czxid, Mzxid: n.mzxid, Ctime: n.ctime, Mtime: n.mtime,
+		Version: n.version, Cversion: n.cversion*2 - numChildren, Aversion: n.aversion,
+		EphemeralOwner: owner, DataLength: int32(len(n.data)),
+		NumChildren: numChildren, Pzxid: n.pzxid,
+	}
+}
+
+type serverSession struct {
+	id         int64
+	passwd     []byte
+	timeoutMs  int64
+	expiresMs  int64    // the tick boundary at which the session expires unless touched
+	conn       ConnID   // the connection it is attached to, 0 if none
+	ephemerals *javaSet // paths of its ephemeral nodes, in DataTree.ephemerals order
+	closing    bool     // expired: its closeSession is queued, requests get SESSIONEXPIRED
+}
+
+// Server is a standalone ZooKeeper server as a pure state machine: requests,
+// connection changes and the passage of time go in through its methods, and
+// everything it sends comes out of Outputs, in order. It has no goroutines,
+// reads no clock and draws no random numbers; every method takes the
+// current virtual time in milliseconds since the server started.
+//
+// Its invariants are checked after every transaction, and a violation
+// panics: it is a bug in the simulator, never a caller's mistake.
+type Server struct {
+	cfg           ServerConfig
+	nodes         map[string]*znode
+	lastZxid      int64
+	sessions      map[int64]*serverSession
+	conns         map[ConnID]int64 // live connections and their sessions (0 before connect)
+	dataWatches   map[string][]ConnID
+	childWatches  map[string][]ConnID
+	nextSessionID int64
+	nextContainer int64   // when the ContainerManager runs next
+	closingQueue  []int64 // expired sessions whose closeSession has not been applied yet
+	outputs       []Output
+	acls          *aclTable
+	expiringNodes int  // containers and TTL nodes, which the ContainerManager sweeps
+	checkEvery    bool // check the whole tree after every transaction, not only what it touched
+}
+
+// NewServer returns a server with ZooKeeper's initial tree: "/", and
+// "/zookeeper" with its "quota" and "config" children.
+func NewServer(cfg ServerConfig) *Server {
+	cfg = cfg.withDefaults()
+	s := &Server{
+		cfg:          cfg,
+		nodes:        make(map[string]*znode),
+		sessions:     make(map[int64]*serverSession),
+		conns:        make(map[ConnID]int64),
+		dataWatches:  make(map[string][]ConnID),
+		childWatches: make(map[string][]ConnID),
+	}
+	// SessionTrackerImpl.initializeNextSessionId, from the virtual wall
+	// clock; a standalone server has id 1, the top byte of every session id
+	// (0x10000076e640000 on a real 3.8.0).
+	s.nextSessionID = int64(uint64(cfg.EpochMs<<24)>>8) | 1<<56
+	s.nextContainer = cfg.ContainerCheckIntervalMs
+	s.acls = newACLTable()
+	s.nodes["/"] = &znode{acl: aclOpen}
+	// The system nodes are not created by transactions: every Stat field
+	// is 0, and they do not count as creates in their parent's cversion.
+	s.addSystemNode("/zookeeper", &znode{acl: aclOpen})
+	s.addSystemNode("/zookeeper/quota", &znode{acl: aclOpen})
+	s.addSystemNode("/zookeeper/config", &znode{acl: aclReadOnly, aversion: -1})
+	return s
+}
+
+func (s *Server) addSystemNode(path string, n *znode) {
+	parent, name := parentOf(path)
+	p := s.nodes[parent]
+	if p.children == nil {
+		p.children = newJavaSet(8)
+	}
+	p.children.add(name)
+	s.nodes[path] = n
+}
+
+// Config returns the configuration with defaults filled in.
+func (s *Server) Config() ServerConfig { return s.cfg }
+
+// LastZxid is the zxid of the last transaction applied.
+func (s *Server) LastZxid() int64 { return s.lastZxid }
+
+// NodeCount is the number of znodes, the root and /zookeeper included.
+func (s *Server) NodeCount() int { return len(s.nodes) }
+
+// Outputs returns what the server has sent since the last call, in order,
+// and forgets it.
+func (s *Server) Outputs() []Output {
+	out := s.outputs
+	s.outputs = nil
+	return out
+}
+
+func (s *Server) send(o Output) { s.outputs = append(s.outputs, o) }
+
+func (s *Server) wallMs(nowMs int64) int64 { return s.cfg.EpochMs + nowMs }
+
+// Open registers a new client connection (the TCP accept).
+func (s *Server) Open(conn ConnID) {
+	if _, ok := s.conns[conn]; ok {
+		panic(fmt.Sprintf("sim: connection %d opened twice", conn))
+	}
+	s.conns[conn] = 0
+}
+
+// Connect handles a ConnectRequest on an open connection: it creates a
+// session, or reattaches the one asked for if it is still alive; an expired
+// or unknown session is answered with session id 0 and the connection is
+// closed (ZooKeeperServer.finishSessionInit).
+func (s *Server) Connect(nowMs int64, conn ConnID, req ConnectRequest) {
+	if _, ok := s.conns[conn]; !ok {
+		panic(fmt.Sprintf("sim: connect on unknown connection %d", conn))
+	}
+	timeout := min(max(int64(req.TimeoutMs), s.cfg.MinSessionTimeoutMs), s.cfg.MaxSessionTimeoutMs)
+	if req.SessionID == 0 {
+		id := s.nextSessionID
+		s.nextSessionID++
+		sess := &serverSession{id: id, passwd: sessionPasswd(id), timeoutMs: timeout, conn: conn}
+		s.sessions[id] = sess
+		s.conns[conn] = id
+		s.touch(nowMs, sess)
+		s.commit(s.begin()) // createSession is a transaction
+		s.send(Output{Conn: conn, Kind: OutConnect, Connect: ConnectResponse{SessionID: id, Passwd: sess.passwd, TimeoutMs: int32(timeout)}})
+		return
+	}
+	sess, ok := s.sessions[req.SessionID]
+	if !ok || sess.closing || string(sess.passwd) != string(req.Passwd) {
+		s.send(Output{Conn: conn, Kind: OutConnect})
+		s.send(Output{Conn: conn, Kind: OutClose})
+		return
+	}
+	if sess.conn != 0 && sess.conn != conn {
+		// The client moved its session to a new connection: the server
+		// closes the old one (DisconnectReason.CLIENT_RECONNECT).
+		old := sess.conn
+		s.dropConn(old)
+		s.send(Output{Conn: old, Kind: OutClose})
+	}
+	sess.conn = conn
+	sess.timeoutMs = timeout
+	s.conns[conn] = sess.id
+	s.touch(nowMs, sess)
+	s.send(Output{Conn: conn, Kind: OutConnect, Connect: ConnectResponse{SessionID: sess.id, Passwd: sess.passwd, TimeoutMs: int32(timeout)}})
+}
+
+// sessionPasswd derives a session's password from its id; a real server
+// draws it at random, which a pure state machine may not.
+func sessionPasswd(id int64) []byte {
+	p := make([]byte, 16)
+	x := uint64(id)*0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019
+	for i := range p {
+		x ^= x >> 29
+		x *= 0xBF58476D1CE4E5B9
+		p[i] = byte(x >> 56)
+	}
+	return p
+}
+
+// touch moves a session's expiry to the tick boundary after now+timeout,
+// as ExpiryQueue.update does.
+func (s *Server) touch(nowMs int64, sess *serverSession) {
+	if sess.closing {
+		return
+	}
+	interval := s.cfg.TickTimeMs
+	sess.expiresMs = (nowMs+sess.timeoutMs)/interval*interval + interval
+}
+
+// Disconnect tells the server that a connection is gone (the client closed
+// it or the network broke it). The session lives on until it expires; the
+// watches that were registered on the connection are dropped, as a real
+// server drops a closed ServerCnxn's watches.
+func (s *Server) Disconnect(conn ConnID) {
+	if _, ok := s.conns[conn]; !ok {
+		return
+	}
+	s.dropConn(conn)
+}
+
+func (s *Server) dropConn(conn ConnID) {
+	if id := s.conns[conn]; id != 0 {
+		if sess, ok := s.sessions[id]; ok && sess.conn == conn {
+			sess.conn = 0
+		}
+	}
+	delete(s.conns, conn)
+	removeWatcher(s.dataWatches, conn)
+	removeWatcher(s.childWatches, conn)
+}
+
+func removeWatcher(table map[string][]ConnID, conn ConnID) {
+	for path, conns := range table {
+		if i := slices.Index(conns, conn); i >= 0 {
+			conns = slices.Delete(conns, i, i+1)
+			if len(conns) == 0 {
+				delete(table, path)
+			} else {
+				table[path] = conns
+			}
+		}
+	}
+}
+
+// NextDeadlineMs is the earliest virtual time at which Tick has work: a
+// session expiry or a container sweep. It is math.MaxInt64 if there is none.
+func (s *Server) NextDeadlineMs() int64 {
+	next := int64(math.MaxInt64)
+	for _, sess := range s.sessions {
+		if !sess.closing {
+			next = min(next, sess.expiresMs)
+		}
+	}
+	if s.hasContainersOrTTL() {
+		next = min(next, s.nextContainer)
+	}
+	return next
+}
+
+func (s *Server) hasContainersOrTTL() bool { return s.expiringNodes > 0 }
+
+// Tick lets virtual time reach nowMs: every session whose expiry has come
+// is marked closing and its closeSession queued, in session id order, as
+// SessionTrackerImpl does (the transactions are applied by StepInternal);
+// and the ContainerManager runs when its interval has passed.
+func (s *Server) Tick(nowMs int64) {
+	var due []int64
+	for id, sess := range s.sessions {
+		if !sess.closing && sess.expiresMs <= nowMs {
+			due = append(due, id)
+		}
+	}
+	slices.Sort(due)
+	for _, id := range due {
+		s.expire(id)
+	}
+	if nowMs >= s.nextContainer {
+		for s.nextContainer <= nowMs {
+			s.nextContainer += s.cfg.ContainerCheckIntervalMs
+		}
+		s.sweepContainers(nowMs)
+	}
+}
+
+// ExpireSession expires a session now, as if its timeout had run out: the
+// fault a test injects to see what a client does about expiry.
+func (s *Server) ExpireSession(nowMs int64, id int64) bool {
+	sess, ok := s.sessions[id]
+	if !ok || sess.closing {
+		return false
+	}
+	s.expire(id)
+	return true
+}
+
+func (s *Server) expire(id int64) {
+	s.sessions[id].closing = true
+	s.closingQueue = append(s.closingQueue, id)
+}
+
+// HasInternal reports whether the server has queued work of its own: the
+// closeSession of an expired session. Until it is applied, the session's
+// requests are answered with SESSIONEXPIRED; that window is the only place
+// a go-zookeeper caller ever sees zk.ErrSessionExpired.
+func (s *Server) HasInternal() bool { return len(s.closingQueue) > 0 }
+
+// StepInternal applies the oldest queued closeSession.
+func (s *Server) StepInternal(nowMs int64) {
+	id := s.closingQueue[0]
+	s.closingQueue = s.closingQueue[1:]
+	s.closeSession(nowMs, id, nil)
+}
+
+// HasConn reports whether the server still has the connection open; a
+// message that reaches a connection it closed is lost.
+func (s *Server) HasConn(conn ConnID) bool {
+	_, ok := s.conns[conn]
+	return ok
+}
+
+// Restart models a standalone server's restart: every connection is
+// dropped, the tree and the sessions survive (they are in the snapshot and
+// the transaction log), and each session gets its full timeout again from
+// now, as a restarted SessionTracker gives the sessions it loads.
+func (s *Server) Restart(nowMs int64) {
+	conns := slices.Sorted(maps.Keys(s.conns))
+	for _, c := range conns {
+		s.dropConn(c)
+	}
+	// A session marked closing but not yet closed was only marked in
+	// memory: the restarted server loads it alive.
+	s.closingQueue = nil
+	for _, sess := range s.sessions {
+		sess.closing = false
+		s.touch(nowMs, sess)
+	}
+}
+
+// closeSession applies a closeSession transaction (explicit close or
+// expiry): the session's ephemerals are deleted under one zxid, in the
+// order ZooKeeper keeps them, firing their watches; then its connection is
+// closed. A closeSession request is answered before the close.
+func (s *Server) closeSession(nowMs int64, id int64, reply *Request) {
+	sess := s.sessions[id]
+	t := s.begin()
+	if sess.ephemerals != nil {
+		// The closeSession transaction lists the paths from a clone of the
+		// session's set (DataTree.getEphemerals), so they go in the clone's
+		// order.
+		for _, path := range sess.ephemerals.clonedOrder() {
+			s.deleteNode(t, path)
+		}
+	}
+	delete(s.sessions, id)
+	s.commit(t)
+	if sess.conn != 0 {
+		conn := sess.conn
+		if reply != nil {
+			s.reply(conn, Response{Xid: reply.Xid, Zxid: t.zxid})
+		}
+		s.dropConn(conn)
+		s.send(Output{Conn: conn, Kind: OutClose})
+	}
+}
+
+// Receive handles one request that arrived on a connection and queues its
+// reply, and the watch events it fires, in Outputs.
+func (s *Server) Receive(nowMs int64, conn ConnID, req Request) {
+	id, ok := s.conns[conn]
+	if !ok {
+		panic(fmt.Sprintf("sim: request on closed connection %d", conn))
+	}
+	sess := s.sessions[id]
+	if sess == nil || sess.closing {
+		// The session has expired and its closeSession is pending:
+		// SessionTrackerImpl.checkSession throws SessionExpired.
+		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeSessionExpired})
+		return
+	}
+	if packetLen(req) > s.cfg.MaxPacketBytes {
+		// NIOServerCnxn reads the length first and closes the connection
+		// on a "Len error": the request is never read, nothing is answered.
+		s.dropConn(conn)
+		s.send(Output{Conn: conn, Kind: OutClose})
+		return
+	}
+	s.touch(nowMs, sess)
+	switch req.Op {
+	case OpPing:
+		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid})
+	case OpCloseSession:
+		s.closeSession(nowMs, sess.id, &req)
+	case OpExists:
+		s.exists(conn, req)
+	case OpGetData:
+		s.getData(conn, req)
+	case OpGetChildren:
+		s.getChildren(conn, req)
+	case OpSync:
+		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Path: req.Path})
+	case OpSetWatches:
+		s.setWatches(conn, req)
+	case OpCreate, OpCreateCont, OpCreateTTL, OpDelete, OpSetData, OpCheck:
+		t := s.begin()
+		resp := s.writeOne(nowMs, sess, req, t)
+		s.commit(t)
+		resp.Xid, resp.Zxid = req.Xid, t.zxid
+		s.reply(conn, resp)
+	case OpMulti:
+		t := s.begin()
+		resp := s.multi(nowMs, sess, req, t)
+		s.commit(t)
+		resp.Xid, resp.Zxid = req.Xid, t.zxid
+		s.reply(conn, resp)
+	default:
+		panic(fmt.Sprintf("sim: server received unknown op %v", req.Op))
+	}
+}
+
+func (s *Server) reply(conn ConnID, r Response) {
+	s.send(Output{Conn: conn, Kind: OutReply, Reply: r})
+}
+
+// --- reads ---
+
+func (s *Server) exists(conn ConnID, req Request) {
+	n := s.nodes[req.Path]
+	if req.Watch {
+		// exists sets a data watch whether or not the node exists; on a
+		// missing node it is the watch that fires on creation.
+		addWatcher(s.dataWatches, req.Path, conn)
+	}
+	if n == nil {
+		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoNode})
+		return
+	}
+	s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Stat: n.stat()})
+}
+
+func (s *Server) getData(conn ConnID, req Request) {
+	n := s.nodes[req.Path]
+	if n == nil {
+		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoNode})
+		return
+	}
+	if !s.acls.allows(n, zk.PermRead) {
+		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoAuth})
+		return
+	}
+	if req.Watch {
+		addWatcher(s.dataWatches, req.Path, conn)
+	}
+	s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Stat: n.stat(), Data: slices.Clone(n.data)})
+}
+
+func (s *Server) getChildren(conn ConnID, req Request) {
+	n := s.nodes[req.Path]
+	if n == nil {
+		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoNode})
+		return
+	}
+	if !s.acls.allows(n, zk.PermRead) {
+		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoAuth})
+		return
+	}
+	if req.Watch {
+		addWatcher(s.childWatches, req.Path, conn)
+	}
+	children := []string{}
+	if n.children != nil {
+		children = n.children.ordered()
+	}
+	s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Stat: n.stat(), Children: children})
+}
+
+func addWatcher(table map[string][]ConnID, path string, conn ConnID) {
+	conns := table[path]
+	if !slices.Contains(conns, conn) {
+		table[path] = append(conns, conn)
+	}
+}
+
+// setWatches re-registers a reconnected client's watches, firing at once
+// those whose trigger it missed since relativeZxid (DataTree.setWatches).
+// An exist watch on a node that was created and deleted while the client
+// was away is re-registered silently: the blind spot the Programmer's Guide
+// warns about.
+func (s *Server) setWatches(conn ConnID, req Request) {
+	for _, path := range req.DataWatches {
+		n := s.nodes[path]
+		switch {
+		case n == nil:
+			s.event(conn, zk.EventNodeDeleted, path)
+		case n.mzxid > req.RelativeZxid:
+			s.event(conn, zk.EventNodeDataChanged, path)
+		default:
+			addWatcher(s.dataWatches, path, conn)
+		}
+	}
+	for _, path := range req.ExistWatches {
+		if s.nodes[path] != nil {
+			s.event(conn, zk.EventNodeCreated, path)
+		} else {
+			addWatcher(s.dataWatches, path, conn)
+		}
+	}
+	for _, path := range req.ChildWatches {
+		n := s.nodes[path]
+		switch {
+		case n == nil:
+			s.event(conn, zk.EventNodeDeleted, path)
+		case n.pzxid > req.RelativeZxid:
+			s.event(conn, zk.EventNodeChildrenChanged, path)
+		default:
+			addWatcher(s.childWatches, path, conn)
+		}
+	}
+	s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid})
+}
+
+func (s *Server) event(conn ConnID, typ zk.EventType, path string) {
+	s.send(Output{Conn: conn, Kind: OutEvent, Event: zk.Event{Type: typ, State: zk.StateSyncConnected, Path: path}})
+}
+
+// trigger fires the one-shot watches of a table on path. A connection that
+// already got this event from another table (skip) gets it once only, as
+// WatchManager.triggerWatch's supress set ensures.
+func (s *Server) trigger(table map[string][]ConnID, path string, typ zk.EventType, skip []ConnID) []ConnID {
+	conns := table[path]
+	if len(conns) == 0 {
+		return nil
+	}
+	delete(table, path)
+	slices.Sort(conns)
+	for _, c := range conns {
+		if !slices.Contains(skip, c) {
+			s.event(c, typ, path)
+		}
+	}
+	return conns
+}
+
+// --- writes ---
+
+// txn is one transaction being applied: its zxid, the paths it touched
+// (whose invariants are checked when it commits), and the watch events it
+// fires when it commits.
+type txn struct {
+	zxid    int64
+	touched []string
+	events  []pendingEvent
+}
+
+type pendingEvent struct {
+	path string
+	typ  zk.EventType
+}
+
+func (s *Server) begin() *txn {
+	s.lastZxid++
+	return &txn{zxid: s.lastZxid}
+}
+
+// commit fires the transaction's watches, in the order its changes were
+// made, and checks the invariants of every node it touched.
+func (s *Server) commit(t *txn) {
+	if t.zxid != s.lastZxid {
+		panic(fmt.Sprintf("sim: transaction %#x committed after %#x", t.zxid, s.lastZxid))
+	}
+	s.fire(t.events)
+	for _, path := range t.touched {
+		s.checkNode(path)
+	}
+	if s.checkEvery {
+		if err := s.CheckInvariants(); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// changeRecord is what a write sees of a node: the tree as the earlier ops of
+// the same multi left it. It plays the part of ZooKeeper's ChangeRecord:
+// every op of a multi is validated against it before any is applied, so a
+// failing multi never touches the tree.
+type changeRecord struct {
+	path        string
+	exists      bool
+	version     int32
+	cversion    int32
+	numChildren int
+	owner       int64
+}
+
+type overlay []changeRecord
+
+func (s *Server) record(o *overlay, path string) *changeRecord {
+	for i := range *o {
+		if (*o)[i].path == path {
+			return &(*o)[i]
+		}
+	}
+	p := changeRecord{path: path}
+	if n := s.nodes[path]; n != nil {
+		p = changeRecord{path: path, exists: true, version: n.version, cversion: n.cversion, numChildren: n.numChildren(), owner: n.ephemeralOwner}
+	}
+	*o = append(*o, p)
+	return &(*o)[len(*o)-1]
+}
+
+// write is a validated op, ready to apply.
+type write struct {
+	req   Request
+	path  string // the path to act on: with the sequence suffix for a sequential create
+	owner int64  // a create's ephemeralOwner
+}
+
+// validate checks one write op against the overlay and records its effect
+// there. Its order of checks is PrepRequestProcessor.pRequest2Txn's, so
+// that when several errors apply the same one is reported.
+func (s *Server) validate(sess *serverSession, req Request, o *overlay) (write, Code) {
+	switch req.Op {
+	case OpCreate, OpCreateCont, OpCreateTTL:
+		return s.validateCreate(sess, req, o)
+	case OpDelete:
+		if req.Path == "" || req.Path[0] != '/' || isSpecialPath(req.Path) || validateServerPath(req.Path, false) != nil {
+			return write{}, CodeBadArguments
+		}
+		parentPath, _ := parentOf(req.Path)
+		parent := s.record(o, parentPath)
+		n := s.record(o, req.Path)
+		if !parent.exists || !n.exists {
+			return write{}, CodeNoNode
+		}
+		if req.Version != -1 && req.Version != n.version {
+			return write{}, CodeBadVersion
+		}
+		if n.numChildren > 0 {
+			return write{}, CodeNotEmpty
+		}
+		if !s.acls.allows(s.nodes[parentPath], zk.PermDelete) {
+			return write{}, CodeNoAuth
+		}
+		n.exists = false
+		parent.numChildren--
+		return write{req: req, path: req.Path}, CodeOK
+	case OpSetData, OpCheck:
+		if validateServerPath(req.Path, false) != nil {
+			return write{}, CodeBadArguments
+		}
+		n := s.record(o, req.Path)
+		if !n.exists {
+			return write{}, CodeNoNode
+		}
+		perm := int32(zk.PermRead)
+		if req.Op == OpSetData {
+			perm = zk.PermWrite
+		}
+		if !s.acls.allows(s.nodes[req.Path], perm) {
+			return write{}, CodeNoAuth
+		}
+		if req.Version != -1 && req.Version != n.version {
+			return write{}, CodeBadVersion
+		}
+		if req.Op == OpSetData {
+			n.version++
+		}
+		return write{req: req, path: req.Path}, CodeOK
+	}
+	panic(fmt.Sprintf("sim: %v is not a write", req.Op))
+}
+
+func (s *Server) validateCreate(sess *serverSession, req Request, o *overlay) (write, Code) {
+	mode := req.Mode
+	sequential := mode == zk.FlagSequence || mode == zk.FlagEphemeralSequential || mode == zk.FlagPersistentSequentialWithTTL
+	owner := int64(0)
+	switch {
+	case req.Op == OpCreateCont:
+		if mode != zk.FlagContainer {
+			return write{}, CodeBadArguments
+		}
+		owner = containerOwner
+	case mode == zk.FlagContainer:
+		// A plain create carries only "ephemeral or not" in its CreateTxn,
+		// so a container flag on it makes an ordinary persistent node.
+	case req.Op == OpCreateTTL || mode == zk.FlagTTL || mode == zk.FlagPersistentSequentialWithTTL:
+		// validateCreateRequest: TTL nodes need the extended types, and a
+		// TTL must be positive and fit its field.
+		if !s.cfg.ExtendedTypes {
+			return write{}, CodeUnimplemented
+		}
+		if req.Op != OpCreateTTL || req.TTLMs <= 0 || req.TTLMs > ttlMaxMs {
+			return write{}, CodeBadArguments
+		}
+		owner = ttlOwnerMask | req.TTLMs
+	case mode == zk.FlagEphemeral || mode == zk.FlagEphemeralSequential:
+		owner = sess.id
+	case mode == zk.FlagPersistent || mode == zk.FlagSequence:
+	default:
+		return write{}, CodeBadArguments
+	}
+	if validateServerPath(req.Path, sequential) != nil {
+		return write{}, CodeBadArguments
+	}
+	if !s.acls.valid(req.ACL) {
+		return write{}, CodeInvalidACL
+	}
+	parentPath, _ := parentOf(req.Path)
+	parent := s.record(o, parentPath)
+	if !parent.exists {
+		return write{}, CodeNoNode
+	}
+	if !s.acls.allows(s.nodes[parentPath], zk.PermCreate) {
+		return write{}, CodeNoAuth
+	}
+	path := req.Path
+	if sequential {
+		// The suffix is the parent's cversion before this create, as
+		// PrepRequestProcessor formats it ("%010d"); past 2^31-1 the int
+		// wraps and the suffix turns negative, as on a real server.
+		path += fmt.Sprintf("%010d", parent.cversion)
+	}
+	if validateServerPath(path, false) != nil {
+		return write{}, CodeBadArguments
+	}
+	n := s.record(o, path)
+	if n.exists {
+		return write{}, CodeNodeExists
+	}
+	if ownerKind(parent.owner) == ownerSession {
+		return write{}, CodeNoChildrenForEphemeral
+	}
+	*n = changeRecord{path: path, exists: true, owner: owner}
+	parent.numChildren++
+	parent.cversion++
+	return write{req: req, path: path, owner: owner}, CodeOK
+}
+
+// apply performs a validated write within t; it cannot fail.
+func (s *Server) apply(nowMs int64, sess *serverSession, w write, t *txn) Response {
+	switch w.req.Op {
+	case OpCreate, OpCreateCont, OpCreateTTL:
+		return s.createNode(nowMs, sess, w, t)
+	case OpDelete:
+		s.deleteNode(t, w.path)
+		return Response{}
+	case OpSetData:
+		n := s.nodes[w.path]
+		n.data = slices.Clone(w.req.Data)
+		n.version++
+		n.mzxid = t.zxid
+		n.mtime = s.wallMs(nowMs)
+		t.touched = append(t.touched, w.path)
+		t.events = append(t.events, pendingEvent{w.path, zk.EventNodeDataChanged})
+		return Response{Stat: n.stat()}
+	case OpCheck:
+		return Response{}
+	}
+	panic(fmt.Sprintf("sim: %v is not a write", w.req.Op))
+}
+
+// writeOne validates and applies a single write. A failed write is still
+// a transaction: PrepRequestProcessor turns it into an error txn with a
+// zxid of its own.
+func (s *Server) writeOne(nowMs int64, sess *serverSession, req Request, t *txn) Response {
+	var o overlay
+	w, code := s.validate(sess, req, &o)
+	if code != CodeOK {
+		return Response{Err: code}
+	}
+	return s.apply(nowMs, sess, w, t)
+}
+
+// multi applies the ops of a multi atomically in one transaction: either
+// all succeed, or the tree is left as it was and every op reports an error
+// result: OK before the failing op, its error, RUNTIMEINCONSISTENCY after
+// (PrepRequestProcessor and DataTree.processTxn for OpCode.multi).
+func (s *Server) multi(nowMs int64, sess *serverSession, req Request, t *txn) Response {
+	var o overlay
+	writes := make([]write, len(req.Ops))
+	results := make([]MultiResult, len(req.Ops))
+	for i, op := range req.Ops {
+		if op.Op == OpMulti || !op.Op.isWrite() || op.Op == OpCloseSession {
+			panic(fmt.Sprintf("sim: %v inside a multi", op.Op))
+		}
+		w, code := s.validate(sess, op, &o)
+		if code != CodeOK {
+			for j := range results {
+				switch {
+				case j < i:
+					results[j] = MultiResult{Err: CodeOK}
+				case j == i:
+					results[j] = MultiResult{Err: code}
+				default:
+					results[j] = MultiResult{Err: CodeRuntimeInconsistency}
+				}
+			}
+			return Response{Multi: results}
+		}
+		writes[i] = w
+	}
+	for i, w := range writes {
+		resp := s.apply(nowMs, sess, w, t)
+		results[i] = MultiResult{Op: w.req.Op, Path: resp.Path, Stat: resp.Stat}
+	}
+	return Response{Multi: results}
+}
+
+func (s *Server) createNode(nowMs int64, sess *serverSession, w write, t *txn) Response {
+	parentPath, name := parentOf(w.path)
+	parent := s.nodes[parentPath]
+	wall := s.wallMs(nowMs)
+	n := &znode{
+		data: slices.Clone(w.req.Data), czxid: t.zxid, mzxid: t.zxid, pzxid: t.zxid,
+		ctime: wall, mtime: wall, ephemeralOwner: w.owner, acl: s.acls.intern(w.req.ACL),
+	}
+	s.nodes[w.path] = n
+	if parent.children == nil {
+		parent.children = newJavaSet(8)
+	}
+	parent.children.add(name)
+	parent.cversion++
+	parent.pzxid = t.zxid
+	switch ownerKind(w.owner) {
+	case ownerSession:
+		if sess.ephemerals == nil {
+			sess.ephemerals = newJavaSet(16)
+		}
+		sess.ephemerals.add(w.path)
+	case ownerContainer, ownerTTL:
+		s.expiringNodes++
+	}
+	t.touched = append(t.touched, w.path, parentPath)
+	t.events = append(t.events, pendingEvent{w.path, zk.EventNodeCreated}, pendingEvent{parentPath, zk.EventNodeChildrenChanged})
+	return Response{Path: w.path, Stat: n.stat()}
+}
+
+type ownerKindType int
+
+const (
+	ownerNone ownerKindType = iota
+	ownerSession
+	ownerContainer
+	ownerTTL
+)
+
+// ownerKind decodes an ephemeralOwner the way EphemeralType.get does.
+func ownerKind(owner int64) ownerKindType {
+	switch {
+	case owner == 0:
+		return ownerNone
+	case owner == containerOwner:
+		return ownerContainer
+	case owner&ttlOwnerMask == ttlOwnerMask:
+		return ownerTTL
+	}
+	return ownerSession
+}
+
+// isSpecialPath reports the nodes a client may not delete
+// (DataTree.isSpecialPath).
+func isSpecialPath(path string) bool {
+	switch path {
+	case "/", "/zookeeper", "/zookeeper/quota", "/zookeeper/config":
+		return true
+	}
+	return false
+}
+
+// deleteNode removes a childless node within t and queues its watch
+// events: deleted on the node, children-changed on its parent.
+func (s *Server) deleteNode(t *txn, path string) {
+	n := s.nodes[path]
+	parentPath, name := parentOf(path)
+	parent := s.nodes[parentPath]
+	delete(s.nodes, path)
+	parent.children.remove(name)
+	// DataTree.deleteNode only raises pzxid: a create applied with a
+	// higher zxid may already have set it.
+	if t.zxid > parent.pzxid {
+		parent.pzxid = t.zxid
+	}
+	switch ownerKind(n.ephemeralOwner) {
+	case ownerSession:
+		if sess := s.sessions[n.ephemeralOwner]; sess != nil {
+			sess.ephemerals.remove(path)
+		}
+	case ownerContainer, ownerTTL:
+		s.expiringNodes--
+	}
+	t.touched = append(t.touched, path, parentPath)
+	t.events = append(t.events, pendingEvent{path, zk.EventNodeDeleted}, pendingEvent{parentPath, zk.EventNodeChildrenChanged})
+}
+
+// fire sends the events in order to the connections watching: created and
+// data-changed go to data watches, children-changed to child watches, and
+// deleted to both, once per connection (DataTree.createNode, deleteNode,
+// setData).
+func (s *Server) fire(events []pendingEvent) {
+	for _, e := range events {
+		switch e.typ {
+		case zk.EventNodeCreated, zk.EventNodeDataChanged:
+			s.trigger(s.dataWatches, e.path, e.typ, nil)
+		case zk.EventNodeChildrenChanged:
+			s.trigger(s.childWatches, e.path, e.typ, nil)
+		case zk.EventNodeDeleted:
+			done := s.trigger(s.dataWatches, e.path, e.typ, nil)
+			s.trigger(s.childWatches, e.path, e.typ, done)
+		}
+	}
+}
+
+// sweepContainers deletes containers that once had children and have none
+// now, and TTL nodes whose TTL has passed since their last change and that
+// have no children, as ContainerManager.getCandidates selects them; each
+// deletion is a transaction of its own (deleteContainer).
+func (s *Server) sweepContainers(nowMs int64) {
+	var candidates []string
+	wall := s.wallMs(nowMs)
+	for path, n := range s.nodes {
+		if n.numChildren() != 0 {
+			continue
+		}
+		switch ownerKind(n.ephemeralOwner) {
+		case ownerContainer:
+			if n.cversion > 0 {
+				candidates = append(candidates, path)
+			}
+		case ownerTTL:
+			ttl := n.ephemeralOwner &^ ttlOwnerMask
+			if wall-n.mtime > ttl {
+				candidates = append(candidates, path)
+			}
+		}
+	}
+	slices.Sort(candidates)
+	for _, path := range candidates {
+		t := s.begin()
+		s.deleteNode(t, path)
+		s.commit(t)
+	}
+}

@@ -1,0 +1,136 @@
+package sim
+
+import "container/heap"
+
+// timer is a callback at a virtual time. Timers of one owner client are
+// frozen while it is paused and do not fire after it crashed.
+type timer struct {
+	atNs   int64
+	seq    uint64 // creation order: the tie-break between timers due together
+	owner  *Client
+	what   string // for the trace
+	fire   func()
+	index  int // in the heap, -1 when not in it
+	frozen bool
+}
+
+type timerHeap []*timer
+
+func (h timerHeap) Len() int { return len(h) }
+func (h timerHeap) Less(i, j int) bool {
+	if h[i].atNs != h[j].atNs {
+		return h[i].atNs < h[j].atNs
+	}
+	return h[i].seq < h[j].seq
+}
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index = i
+	h[j].index = j
+}
+func (h *timerHeap) Push(x any) {
+	t := x.(*timer)
+	t.index = len(*h)
+	*h = append(*h, t)
+}
+func (h *timerHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	t.index = -1
+	return t
+}
+
+// after schedules fire at now+delayNs on behalf of owner (nil: the world's
+// own timer, which no client fault can freeze).
+func (w *World) after(delayNs int64, owner *Client, what string, fire func()) *timer {
+	w.timerSeq++
+	t := &timer{atNs: w.nowNs + delayNs, seq: w.timerSeq, owner: owner, what: what, fire: fire, index: -1}
+	if owner != nil && owner.pausedUntilNs > w.nowNs {
+		t.frozen = true
+		owner.frozen = append(owner.frozen, t)
+		return t
+	}
+	heap.Push(&w.timers, t)
+	return t
+}
+
+// stop cancels a timer; it reports whether the timer was still pending.
+func (w *World) stop(t *timer) bool {
+	if t == nil {
+		return false
+	}
+	if t.index >= 0 {
+		heap.Remove(&w.timers, t.index)
+		return true
+	}
+	if t.frozen && t.owner != nil {
+		for i, f := range t.owner.frozen {
+			if f == t {
+				t.owner.frozen = append(t.owner.frozen[:i], t.owner.frozen[i+1:]...)
+				t.frozen = false
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// freeze takes a paused client's timers out of the heap.
+func (w *World) freeze(c *Client) {
+	var keep timerHeap
+	for _, t := range w.timers {
+		if t.owner == c {
+			t.frozen = true
+			t.index = -1
+			c.frozen = append(c.frozen, t)
+		} else {
+			keep = append(keep, t)
+		}
+	}
+	w.timers = keep
+	for i, t := range w.timers {
+		t.index = i
+	}
+	heap.Init(&w.timers)
+}
+
+// thaw puts a resumed client's timers back; those whose time has passed
+// are due at once, as a resumed process finds its deadlines gone by.
+func (w *World) thaw(c *Client) {
+	for _, t := range c.frozen {
+		t.frozen = false
+		heap.Push(&w.timers, t)
+	}
+	c.frozen = nil
+}
+
+// dueTimers appends the timers whose time has come, in (time, creation)
+// order.
+func (w *World) dueTimers(out []*timer) []*timer {
+	start := len(out)
+	var walk func(i int)
+	walk = func(i int) {
+		if i >= len(w.timers) || w.timers[i].atNs > w.nowNs {
+			return
+		}
+		out = append(out, w.timers[i])
+		walk(2*i + 1)
+		walk(2*i + 2)
+	}
+	walk(0)
+	due := out[start:]
+	if len(due) > 1 {
+		sortTimers(due)
+	}
+	return out
+}
+
+func sortTimers(ts []*timer) {
+	for i := 1; i < len(ts); i++ {
+		for j := i; j > 0 && timerHeap(ts).Less(j, j-1); j-- {
+			ts[j], ts[j-1] = ts[j-1], ts[j]
+		}
+	}
+}

@@ -1,0 +1,133 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Event is one entry of a run's trace: what happened, at which step and
+// virtual time, to which client and session. Traces are stable: the same
+// seed gives the same events, field for field.
+type Event struct {
+	Step    uint64        `json:"step"`
+	Time    time.Duration `json:"t_ns"`
+	Client  int           `json:"client,omitempty"`
+	Session int64         `json:"session,omitempty"`
+	// Kind is one of: call, return, send, apply, recv, event, watch,
+	// session, fault, timer, task, server, lost.
+	Kind   string `json:"kind"`
+	Op     string `json:"op,omitempty"`
+	Xid    int32  `json:"xid,omitempty"`
+	Path   string `json:"path,omitempty"`
+	Zxid   int64  `json:"zxid,omitempty"`
+	Err    string `json:"err,omitempty"`
+	State  string `json:"state,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Text renders the event as one line of the text trace.
+func (e Event) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%6d %s", e.Step, formatVirtual(e.Time))
+	if e.Client != 0 {
+		fmt.Fprintf(&b, " c%d", e.Client)
+	} else {
+		b.WriteString(" --")
+	}
+	if e.Session != 0 {
+		fmt.Fprintf(&b, " s=%#x", e.Session)
+	}
+	b.WriteString(" ")
+	b.WriteString(e.Kind)
+	if e.Op != "" {
+		b.WriteString(" ")
+		b.WriteString(e.Op)
+	}
+	if e.Xid != 0 {
+		fmt.Fprintf(&b, " xid=%d", e.Xid)
+	}
+	if e.Path != "" {
+		fmt.Fprintf(&b, " %s", e.Path)
+	}
+	if e.Zxid != 0 {
+		fmt.Fprintf(&b, " zxid=%#x", e.Zxid)
+	}
+	if e.State != "" {
+		fmt.Fprintf(&b, " state=%s", e.State)
+	}
+	if e.Err != "" {
+		fmt.Fprintf(&b, " err=%q", e.Err)
+	}
+	if e.Detail != "" {
+		fmt.Fprintf(&b, " %s", e.Detail)
+	}
+	return b.String()
+}
+
+// formatVirtual prints a virtual time as seconds with millisecond
+// precision, fixed width, so traces line up and diff cleanly.
+func formatVirtual(d time.Duration) string {
+	ms := d.Milliseconds()
+	return fmt.Sprintf("%6d.%03ds", ms/1000, ms%1000)
+}
+
+// A TraceSink receives trace events as they happen.
+type TraceSink interface {
+	Event(e Event)
+}
+
+// TextTrace writes the text trace, one event a line.
+type TextTrace struct{ W io.Writer }
+
+func (t TextTrace) Event(e Event) { fmt.Fprintln(t.W, e.Text()) }
+
+// JSONTrace writes the trace as JSON lines.
+type JSONTrace struct{ W io.Writer }
+
+func (t JSONTrace) Event(e Event) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		panic(err) // an Event always marshals
+	}
+	t.W.Write(append(b, '\n'))
+}
+
+type tracer struct {
+	sink   TraceSink
+	keep   bool
+	events []Event
+}
+
+func newTracer(sink TraceSink, keep bool) *tracer { return &tracer{sink: sink, keep: keep} }
+
+func (t *tracer) on() bool { return t.sink != nil || t.keep }
+
+func (w *World) emit(e Event) {
+	if !w.trace.on() {
+		return
+	}
+	e.Step = w.step
+	e.Time = time.Duration(w.nowNs)
+	if w.trace.keep {
+		w.trace.events = append(w.trace.events, e)
+	}
+	if w.trace.sink != nil {
+		w.trace.sink.Event(e)
+	}
+}
+
+// Trace returns the events kept so far (Config.KeepTrace).
+func (w *World) Trace() []Event { return w.trace.events }
+
+// TraceText renders the kept trace as text.
+func (w *World) TraceText() string {
+	var b strings.Builder
+	for _, e := range w.trace.events {
+		b.WriteString(e.Text())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

@@ -1,0 +1,383 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Config sets up a World. The zero value is a usable world with seed 0.
+type Config struct {
+	// Seed feeds the one random source every choice of the run comes from.
+	Seed uint64
+	// Strategy picks each step among the enabled ones; nil is a random walk
+	// over the seeded source.
+	Strategy Strategy
+	// Server configures the simulated ZooKeeper server.
+	Server ServerConfig
+	// Trace receives every event of the run as it happens; nil keeps the
+	// trace in memory only when KeepTrace is set.
+	Trace TraceSink
+	// KeepTrace keeps the trace in memory (World.Trace).
+	KeepTrace bool
+	// MaxSteps and MaxTime bound a run; Run fails with ErrLimit past them.
+	// Zero means 10,000,000 steps and 24 hours of virtual time.
+	MaxSteps uint64
+	MaxTime  time.Duration
+	// Faults are injected when their step or time comes.
+	Faults []ScheduledFault
+	// CheckEveryStep checks every invariant of the tree after every
+	// transaction, not only those of the nodes it touched: slow, for tests.
+	CheckEveryStep bool
+}
+
+// ErrLimit is returned by Run when a run exceeds its step or time limit.
+var ErrLimit = errors.New("sim: run limit reached")
+
+// ErrDeadlock is returned by Run when tasks are blocked and nothing in the
+// world can ever wake them.
+var ErrDeadlock = errors.New("sim: deadlock")
+
+// World is a deterministic simulation: one ZooKeeper server, its clients,
+// the network between them, virtual time, and the tasks (ordinary
+// blocking Go functions) that use the clients. Exactly one goroutine runs
+// at a time: the scheduler hands a baton from task to task, and every
+// choice (which task runs, which message is delivered, which due timer
+// fires) is made by the Strategy from one seeded source. Virtual time
+// moves only when nothing else can happen, to the next timer.
+type World struct {
+	cfg      Config
+	rng      *rand.Rand
+	strategy Strategy
+	server   *Server
+
+	nowNs    int64
+	step     uint64
+	timers   timerHeap
+	timerSeq uint64
+
+	tasks   []*task
+	clients []*Client
+	conns   []*netConn // open connections, in creation order
+	connSeq ConnID
+
+	current  *task // the task holding the baton, nil for the Run caller
+	main     *task // the Run caller, as a pseudo-task
+	stopErr  error
+	running  bool
+	closed   bool
+	faults   []ScheduledFault
+	dialable int64 // the server accepts connections from this time on (restart)
+
+	trace    *tracer
+	history  []Operation
+	enabled  []Step
+	dueBuf   []*timer
+	serverUp bool
+}
+
+// New returns a world with a fresh server and no clients.
+func New(cfg Config) *World {
+	if cfg.MaxSteps == 0 {
+		cfg.MaxSteps = 10_000_000
+	}
+	if cfg.MaxTime == 0 {
+		cfg.MaxTime = 24 * time.Hour
+	}
+	w := &World{
+		cfg:      cfg,
+		rng:      rand.New(rand.NewPCG(cfg.Seed, 0x7a6b6c6162)),
+		server:   NewServer(cfg.Server),
+		serverUp: true,
+	}
+	w.server.checkEvery = cfg.CheckEveryStep
+	w.strategy = cfg.Strategy
+	if w.strategy == nil {
+		w.strategy = RandomWalk{}
+	}
+	w.faults = append([]ScheduledFault(nil), cfg.Faults...)
+	w.trace = newTracer(cfg.Trace, cfg.KeepTrace)
+	w.main = &task{id: 0, name: "main", resume: make(chan struct{}, 1)}
+	return w
+}
+
+// Server returns the simulated server, for inspection between runs.
+func (w *World) Server() *Server { return w.server }
+
+// Now is the virtual time since the world began.
+func (w *World) Now() time.Duration { return time.Duration(w.nowNs) }
+
+// Step is the number of steps taken so far.
+func (w *World) StepCount() uint64 { return w.step }
+
+// Rand is the world's seeded source. Draw from it only inside the
+// simulation (tasks and strategies), never from another goroutine.
+func (w *World) Rand() *rand.Rand { return w.rng }
+
+func (w *World) nowMs() int64 { return w.nowNs / int64(time.Millisecond) }
+
+// task is a goroutine the world schedules.
+type task struct {
+	id       int
+	name     string
+	client   *Client // the client whose process it belongs to; nil for none
+	resume   chan struct{}
+	ready    func() bool // nil while runnable or running
+	done     bool
+	killed   bool
+	finished bool // fn returned normally
+}
+
+// Go starts fn as a task of client c's process (c may be nil for a task
+// that belongs to no client, like a test driver). It runs when the
+// scheduler first picks it.
+func (w *World) Go(c *Client, name string, fn func(ctx context.Context)) {
+	if w.closed {
+		panic("sim: Go on a closed world")
+	}
+	t := &task{id: len(w.tasks) + 1, name: name, client: c, resume: make(chan struct{}, 1)}
+	t.ready = func() bool { return true }
+	w.tasks = append(w.tasks, t)
+	if c != nil {
+		c.tasks = append(c.tasks, t)
+	}
+	w.emit(Event{Kind: "task", Client: c.number(), Detail: "start " + name})
+	go w.runTask(t, fn)
+}
+
+func (w *World) runTask(t *task, fn func(ctx context.Context)) {
+	<-t.resume
+	defer func() {
+		r := recover()
+		t.done = true
+		t.ready = nil
+		switch {
+		case t.killed:
+		case r != nil:
+			buf := make([]byte, 8<<10)
+			buf = buf[:runtime.Stack(buf, false)]
+			w.fail(fmt.Errorf("sim: task %q panicked: %v\n%s", t.name, r, buf))
+		case !t.finished:
+			w.fail(fmt.Errorf("sim: task %q exited with runtime.Goexit (a t.FailNow inside a task?)", t.name))
+		default:
+			w.emit(Event{Kind: "task", Client: t.client.number(), Detail: "end " + t.name})
+		}
+		w.current = nil
+		w.schedule(nil)
+	}()
+	if t.killed {
+		return
+	}
+	fn(context.Background())
+	t.finished = true
+}
+
+func (w *World) fail(err error) {
+	if w.stopErr == nil {
+		w.stopErr = err
+	}
+}
+
+// block parks the running task until ready reports true, running the
+// scheduler on this goroutine in the meantime.
+func (w *World) block(ready func() bool) {
+	t := w.current
+	if t == nil {
+		panic("sim: a blocking call outside a simulated task (use World.Go)")
+	}
+	if ready() {
+		return
+	}
+	t.ready = ready
+	w.schedule(t)
+	if t.killed {
+		runtime.Goexit()
+	}
+}
+
+// Run runs the world until every task has finished. It returns ErrLimit
+// past the step or time limit, ErrDeadlock when tasks wait for what can
+// never come, and the error of a task that panicked.
+func (w *World) Run() error {
+	return w.runUntil(func() bool { return w.liveTasks() == 0 })
+}
+
+// RunFor runs the world for d of virtual time, or until every task has
+// finished and nothing is due before then.
+func (w *World) RunFor(d time.Duration) error {
+	until := w.nowNs + int64(d)
+	err := w.runUntil(func() bool { return w.nowNs >= until })
+	if errors.Is(err, ErrDeadlock) {
+		w.nowNs = until
+		return nil
+	}
+	return err
+}
+
+func (w *World) runUntil(stop func() bool) error {
+	if w.running {
+		panic("sim: Run called from inside the simulation")
+	}
+	if w.closed {
+		return errors.New("sim: run on a closed world")
+	}
+	w.running = true
+	w.stopErr = nil
+	w.main.ready = func() bool { return w.stopErr != nil || stop() }
+	w.current = nil
+	w.schedule(w.main)
+	w.running = false
+	w.main.ready = nil
+	if w.stopErr == nil {
+		if err := w.server.CheckInvariants(); err != nil {
+			return err
+		}
+	}
+	return w.stopErr
+}
+
+func (w *World) liveTasks() int {
+	n := 0
+	for _, t := range w.tasks {
+		if !t.done {
+			n++
+		}
+	}
+	return n
+}
+
+// schedule is the scheduler loop. It runs on the goroutine of self, the
+// task that just blocked (nil for a task that finished), and returns when
+// the strategy picks self to run again. Picking another task hands it the
+// baton and parks this goroutine; a goroutine never runs while another
+// does.
+func (w *World) schedule(self *task) {
+	for {
+		if w.main.ready != nil && w.main.ready() {
+			w.handoff(self, w.main)
+			return
+		}
+		if w.step >= w.cfg.MaxSteps || w.nowNs > int64(w.cfg.MaxTime) {
+			w.fail(fmt.Errorf("%w: step %d, virtual time %v; blocked: %s", ErrLimit, w.step, w.Now(), w.blockedTasks()))
+			continue
+		}
+		if w.injectDueFaults() {
+			continue
+		}
+		enabled := w.enumerate()
+		if len(enabled) == 0 {
+			if !w.advanceTime() {
+				w.fail(fmt.Errorf("%w at %v: blocked: %s", ErrDeadlock, w.Now(), w.blockedTasks()))
+			}
+			continue
+		}
+		i := 0
+		if len(enabled) > 1 {
+			i = w.strategy.Choose(w, enabled)
+			if i < 0 || i >= len(enabled) {
+				panic(fmt.Sprintf("sim: strategy chose step %d of %d", i, len(enabled)))
+			}
+		}
+		st := enabled[i]
+		w.step++
+		if st.Kind == StepRunTask {
+			st.task.ready = nil
+			if st.task == self {
+				w.current = self
+				return
+			}
+			w.handoff(self, st.task)
+			return
+		}
+		w.take(st)
+	}
+}
+
+// handoff passes the baton from self's goroutine to next's and parks self
+// until it is handed back (self nil: the calling goroutine is ending).
+func (w *World) handoff(self, next *task) {
+	if next == self {
+		w.current = next
+		return
+	}
+	w.current = next
+	if next == w.main {
+		w.current = nil
+	}
+	next.resume <- struct{}{}
+	if self == nil {
+		return
+	}
+	<-self.resume
+	if self == w.main {
+		w.current = nil
+	} else {
+		w.current = self
+	}
+}
+
+func (w *World) blockedTasks() string {
+	var names []string
+	for _, t := range w.tasks {
+		if !t.done {
+			names = append(names, t.name)
+		}
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// advanceTime moves virtual time to the next timer or server deadline and
+// lets the server see it. It reports false if there is nothing to wait for.
+func (w *World) advanceTime() bool {
+	next := int64(-1)
+	if len(w.timers) > 0 {
+		next = w.timers[0].atNs
+	}
+	if d := w.server.NextDeadlineMs(); d != 1<<63-1 && w.serverUp {
+		dNs := d * int64(time.Millisecond)
+		if next < 0 || dNs < next {
+			next = dNs
+		}
+	}
+	if nf, ok := w.nextFaultTime(); ok && (next < 0 || nf < next) {
+		next = nf
+	}
+	if next < 0 {
+		return false
+	}
+	if next > w.nowNs {
+		w.nowNs = next
+	}
+	if w.serverUp {
+		w.server.Tick(w.nowMs())
+		w.drainServer()
+	}
+	return true
+}
+
+// Close ends every task still blocked (their deferred calls run, and any
+// client call they make fails) and closes the world.
+func (w *World) Close() {
+	if w.closed {
+		return
+	}
+	w.closed = true
+	for _, t := range w.tasks {
+		if t.done {
+			continue
+		}
+		t.killed = true
+		t.ready = func() bool { return true }
+	}
+	w.main.ready = func() bool { return w.liveTasks() == 0 }
+	w.running = true
+	w.schedule(w.main)
+	w.running = false
+}
