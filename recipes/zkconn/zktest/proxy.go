@@ -1,0 +1,389 @@
+package zktest
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Limits of the proxy.
+const (
+	// faultDurationMax bounds Blackhole and Delay: every fault ends.
+	faultDurationMax = 2 * time.Minute
+	// frameBytesMax is the largest frame the proxy passes; a longer length
+	// prefix closes the connection. ZooKeeper's jute.maxbuffer is 1 MiB.
+	frameBytesMax = 16 << 20
+	// queuedFramesMax bounds the frames read and not yet written, per
+	// direction of a connection; past it the reader stops reading.
+	queuedFramesMax = 1024
+	// dialTimeoutMax bounds the proxy's dial of the server.
+	dialTimeoutMax = 5 * time.Second
+)
+
+// Reply header xids that are not answers to a request (go-zookeeper's
+// watcherEventXid and pingXid).
+const (
+	xidWatchEvent = -1
+	xidPing       = -2
+)
+
+// A Proxy is an in-process TCP proxy on loopback between go-zookeeper
+// clients and a ZooKeeper server, for fault injection. Give its Dialer to
+// zk.Connect (zkconn.WithDialer): every connection the client makes goes
+// through the proxy, whatever address the client dials. The proxy passes
+// whole frames (the 4-byte length prefix and its body), so that it can
+// tell requests and replies apart.
+//
+// Its faults: CloseConns drops the connections (the client reconnects);
+// Blackhole stops forwarding both ways without closing anything, for a
+// while; DropNextReply lets the next request through and drops its reply,
+// closing the connection (the ambiguous case); Delay holds every frame for
+// a while. A client pause is a Blackhole plus a client that does nothing.
+type Proxy struct {
+	t      testing.TB
+	ln     net.Listener
+	target string
+
+	mu             sync.Mutex
+	conns          map[*proxyConn]struct{}
+	accepted       int
+	blackholeUntil time.Time
+	delay          time.Duration
+	dropArmed      bool
+	changed        chan struct{} // closed and replaced when a fault changes
+	closed         bool
+	wg             sync.WaitGroup
+}
+
+// NewProxy starts a proxy to target (HOST:PORT, on loopback) and stops it
+// when the test ends.
+func NewProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	if err := checkLoopback(target); err != nil {
+		t.Fatalf("zktest: proxy: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("zktest: proxy: %v", err)
+	}
+	p := &Proxy{t: t, ln: ln, target: target, conns: make(map[*proxyConn]struct{}), changed: make(chan struct{})}
+	p.wg.Add(1)
+	go p.acceptLoop()
+	t.Cleanup(p.Close)
+	return p
+}
+
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("%s is not a loopback address", addr)
+	}
+	return nil
+}
+
+// Addr is the proxy's listening address.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Dialer is a zk.Dialer that connects to the proxy whatever the address.
+func (p *Proxy) Dialer() zk.Dialer {
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		return net.DialTimeout("tcp", p.Addr(), timeout)
+	}
+}
+
+// Accepted is the number of client connections the proxy has accepted.
+func (p *Proxy) Accepted() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accepted
+}
+
+// Close stops the proxy: its listener and every connection. It waits for
+// its goroutines.
+func (p *Proxy) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	p.mu.Unlock()
+	p.ln.Close()
+	p.CloseConns()
+	p.wg.Wait()
+}
+
+// CloseConns closes every current connection, both ways. The client sees
+// the connection drop and reconnects (through the proxy again).
+func (p *Proxy) CloseConns() {
+	p.mu.Lock()
+	conns := make([]*proxyConn, 0, len(p.conns))
+	for pc := range p.conns {
+		conns = append(conns, pc)
+	}
+	p.mu.Unlock()
+	for _, pc := range conns {
+		pc.close()
+	}
+}
+
+// Blackhole stops forwarding, both ways and on new connections too, for d
+// (at most faultDurationMax) or until Heal. Nothing is closed: what is
+// sent meanwhile waits in the proxy and the sockets, as in a network
+// partition, and passes afterwards if its connection still stands.
+func (p *Proxy) Blackhole(d time.Duration) {
+	d = min(d, faultDurationMax)
+	p.mu.Lock()
+	p.blackholeUntil = time.Now().Add(d)
+	p.broadcastLocked()
+	p.mu.Unlock()
+}
+
+// Heal ends a blackhole and a delay now.
+func (p *Proxy) Heal() {
+	p.mu.Lock()
+	p.blackholeUntil = time.Time{}
+	p.delay = 0
+	p.broadcastLocked()
+	p.mu.Unlock()
+}
+
+// Delay holds every frame, both ways, for d (at most faultDurationMax)
+// after the proxy read it, until Delay(0) or Heal.
+func (p *Proxy) Delay(d time.Duration) {
+	d = min(max(d, 0), faultDurationMax)
+	p.mu.Lock()
+	p.delay = d
+	p.broadcastLocked()
+	p.mu.Unlock()
+}
+
+// DropNextReply arms the ambiguous fault: the next request a client sends
+// with a positive xid (not a ping or an auth packet; go-zookeeper's own
+// setWatches after a reconnect counts) passes to the server, and when its reply comes the proxy
+// drops it and closes that connection. The server has applied the request;
+// the client sees the connection close with the request in flight.
+func (p *Proxy) DropNextReply() {
+	p.mu.Lock()
+	p.dropArmed = true
+	p.mu.Unlock()
+}
+
+func (p *Proxy) broadcastLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+func (p *Proxy) acceptLoop() {
+	defer p.wg.Done()
+	for {
+		client, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			client.Close()
+			return
+		}
+		p.accepted++
+		pc := &proxyConn{p: p, client: client, done: make(chan struct{}), dropXid: noXid}
+		p.conns[pc] = struct{}{}
+		p.wg.Add(1)
+		p.mu.Unlock()
+		go pc.run()
+	}
+}
+
+const noXid = int64(1) << 40
+
+type frame struct {
+	data []byte // the length prefix and the body
+	at   time.Time
+}
+
+// proxyConn is one client connection and its connection to the server.
+type proxyConn struct {
+	p      *Proxy
+	client net.Conn
+	server net.Conn // set before the pipes start
+
+	once sync.Once
+	done chan struct{}
+
+	mu      sync.Mutex
+	dropXid int64 // the xid whose reply is to be dropped, or noXid
+}
+
+func (pc *proxyConn) close() {
+	pc.once.Do(func() {
+		close(pc.done)
+		pc.client.Close()
+		pc.mu.Lock()
+		server := pc.server
+		pc.mu.Unlock()
+		if server != nil {
+			server.Close()
+		}
+	})
+}
+
+func (pc *proxyConn) run() {
+	defer pc.p.wg.Done()
+	defer func() {
+		pc.p.mu.Lock()
+		delete(pc.p.conns, pc)
+		pc.p.mu.Unlock()
+	}()
+	server, err := net.DialTimeout("tcp", pc.p.target, dialTimeoutMax)
+	if err != nil {
+		pc.close()
+		return
+	}
+	pc.mu.Lock()
+	pc.server = server
+	pc.mu.Unlock()
+	select {
+	case <-pc.done: // closed while dialing: close may not have seen server
+		server.Close()
+		return
+	default:
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); pc.pipe(pc.client, server, true) }()
+	go func() { defer wg.Done(); pc.pipe(server, pc.client, false) }()
+	wg.Wait()
+}
+
+// pipe forwards frames from src to dst: a reader goroutine reads and
+// stamps them, this goroutine writes each when its delay has passed and no
+// blackhole stands.
+func (pc *proxyConn) pipe(src, dst net.Conn, toServer bool) {
+	defer pc.close()
+	queue := make(chan frame, queuedFramesMax)
+	go func() {
+		defer close(queue)
+		first := true // the connect request or response: no xid
+		for {
+			f, err := readFrame(src)
+			if err != nil {
+				pc.close()
+				return
+			}
+			if !first && !pc.inspect(f, toServer) {
+				return
+			}
+			first = false
+			select {
+			case queue <- frame{data: f, at: time.Now()}:
+			case <-pc.done:
+				return
+			}
+		}
+	}()
+	for f := range queue {
+		if !pc.p.hold(f.at, pc.done) {
+			return
+		}
+		if _, err := dst.Write(f.data); err != nil {
+			return
+		}
+	}
+}
+
+// inspect applies DropNextReply to a frame after the handshake; it reports
+// false when the frame is to be dropped and the connection closed.
+func (pc *proxyConn) inspect(f []byte, toServer bool) bool {
+	if len(f) < 8 {
+		return true
+	}
+	xid := int64(int32(binary.BigEndian.Uint32(f[4:8])))
+	if toServer {
+		if xid <= 0 {
+			return true // a ping, an auth packet: not a request of the caller
+		}
+		pc.p.mu.Lock()
+		armed := pc.p.dropArmed
+		pc.p.dropArmed = false
+		pc.p.mu.Unlock()
+		if armed {
+			pc.mu.Lock()
+			pc.dropXid = xid
+			pc.mu.Unlock()
+		}
+		return true
+	}
+	if xid == xidWatchEvent || xid == xidPing {
+		return true
+	}
+	pc.mu.Lock()
+	drop := xid == pc.dropXid
+	pc.mu.Unlock()
+	if drop {
+		pc.close()
+		return false
+	}
+	return true
+}
+
+// hold waits until a frame read at may pass: its delay has passed and no
+// blackhole stands. It reports false when done closes first.
+func (p *Proxy) hold(at time.Time, done <-chan struct{}) bool {
+	for {
+		p.mu.Lock()
+		until := at.Add(p.delay)
+		if p.blackholeUntil.After(until) {
+			until = p.blackholeUntil
+		}
+		changed := p.changed
+		p.mu.Unlock()
+		wait := time.Until(until)
+		if wait <= 0 {
+			return true
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-changed:
+		case <-done:
+			timer.Stop()
+			return false
+		}
+		timer.Stop()
+	}
+}
+
+var errFrameTooLong = errors.New("zktest: frame too long")
+
+func readFrame(r io.Reader) ([]byte, error) {
+	var prefix [4]byte
+	if _, err := io.ReadFull(r, prefix[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(prefix[:])
+	if n > frameBytesMax {
+		return nil, errFrameTooLong
+	}
+	f := make([]byte, 4+int(n))
+	copy(f, prefix[:])
+	if _, err := io.ReadFull(r, f[4:]); err != nil {
+		return nil, err
+	}
+	return f, nil
+}

@@ -1,0 +1,151 @@
+package zktest_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zklab/zklab/recipes"
+	"github.com/zklab/zklab/recipes/zkconn"
+	"github.com/zklab/zklab/recipes/zkconn/zktest"
+)
+
+func TestMain(m *testing.M) { os.Exit(zktest.Main(m)) }
+
+var acl = zk.WorldACL(zk.PermAll)
+
+// waitFor waits, at most 20 s, for the session to satisfy ok.
+func waitFor(t *testing.T, c *zkconn.Conn, what string, ok func(recipes.Session) bool) recipes.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s := c.Session()
+	for !ok(s) {
+		var err error
+		if s, err = c.WaitSession(ctx, s); err != nil {
+			t.Fatalf("waiting for %s: %v (session %+v)", what, err, s)
+		}
+	}
+	return s
+}
+
+func TestFourLetterWords(t *testing.T) {
+	srv := zktest.Shared(t)
+	if err := zktest.Ruok(srv.Addr); err != nil {
+		t.Fatal(err)
+	}
+	out, err := zktest.FourLetterWord(srv.Addr, "mntr")
+	if err != nil || len(out) == 0 {
+		t.Fatalf("mntr = %q, %v", out, err)
+	}
+}
+
+func TestProxyCloseConns(t *testing.T) {
+	srv := zktest.Shared(t)
+	p := zktest.NewProxy(t, srv.Addr)
+	c := srv.Dial(t, 10*time.Second, zkconn.WithDialer(p.Dialer()))
+	ctx := context.Background()
+	root := "/proxy-close-" + c.GUID()
+	if _, err := c.Create(ctx, root, nil, 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	_, _, watch, err := c.GetW(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := c.Session()
+	p.CloseConns()
+	waitFor(t, c, "a disconnect", func(s recipes.Session) bool { return !s.Connected() })
+	after := waitFor(t, c, "the reconnect", recipes.Session.Connected)
+	if after.ID != before.ID {
+		t.Fatalf("session changed across a dropped connection: %#x then %#x", before.ID, after.ID)
+	}
+	if p.Accepted() < 2 {
+		t.Fatalf("proxy accepted %d connections, want a reconnect", p.Accepted())
+	}
+	// The watch was re-registered (setWatches) and still fires.
+	if _, err := c.Set(ctx, root, []byte("x"), -1); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if ev, err := c.Wait(wctx, watch); err != nil || ev.Type != zk.EventNodeDataChanged {
+		t.Fatalf("watch after reconnect = %+v, %v", ev, err)
+	}
+}
+
+func TestProxyDropNextReply(t *testing.T) {
+	srv := zktest.Shared(t)
+	p := zktest.NewProxy(t, srv.Addr)
+	c := srv.Dial(t, 10*time.Second, zkconn.WithDialer(p.Dialer()))
+	ctx := context.Background()
+	root := "/proxy-drop-" + c.GUID()
+	p.DropNextReply()
+	_, err := c.Create(ctx, root, nil, 0, acl)
+	if !errors.Is(err, zk.ErrConnectionClosed) {
+		t.Fatalf("create with its reply dropped = %v, want ErrConnectionClosed", err)
+	}
+	waitFor(t, c, "the reconnect", recipes.Session.Connected)
+	if ok, _, err := c.Exists(ctx, root); err != nil || !ok {
+		t.Fatalf("the create was applied: exists = %v, %v", ok, err)
+	}
+	// Disarmed: the next request is answered.
+	if _, err := c.Create(ctx, root+"/x", nil, 0, acl); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestProxyDelayAndShortBlackhole(t *testing.T) {
+	srv := zktest.Shared(t)
+	p := zktest.NewProxy(t, srv.Addr)
+	c := srv.Dial(t, 10*time.Second, zkconn.WithDialer(p.Dialer()))
+	ctx := context.Background()
+	const delay = 100 * time.Millisecond
+	p.Delay(delay)
+	start := time.Now()
+	if _, _, err := c.Exists(ctx, "/"); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 2*delay {
+		t.Fatalf("a round trip with %v each way took %v", delay, d)
+	}
+	p.Heal()
+
+	// A blackhole shorter than the read timeout delays a call; the session
+	// and the connection survive it.
+	before := c.Session()
+	const hole = 500 * time.Millisecond
+	p.Blackhole(hole)
+	start = time.Now()
+	if _, _, err := c.Exists(ctx, "/"); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < hole*8/10 {
+		t.Fatalf("a call during a %v blackhole took %v", hole, d)
+	}
+	if after := c.Session(); after.Generation != before.Generation {
+		t.Fatalf("the session changed: %+v then %+v", before, after)
+	}
+}
+
+func TestProxyLoopbackOnly(t *testing.T) {
+	ft := &fatalRecorder{TB: t}
+	func() {
+		defer func() { _ = recover() }()
+		zktest.NewProxy(ft, "192.0.2.1:2181")
+	}()
+	if !ft.failed {
+		t.Fatal("a proxy to a non-loopback address was allowed")
+	}
+}
+
+type fatalRecorder struct {
+	testing.TB
+	failed bool
+}
+
+func (f *fatalRecorder) Fatalf(string, ...any) { f.failed = true; panic("fatal") }
+func (f *fatalRecorder) Helper()               {}
