@@ -1,0 +1,617 @@
+package recipes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// The limits of the common core. Each bounds a loop that would otherwise
+// only be bounded by the caller's context.
+const (
+	// connectionRetriesMax bounds the connection losses one step of a
+	// recipe (a create, a listing, a delete) survives before it gives up.
+	connectionRetriesMax = 64
+	// sessionChangesMax bounds the session changes awaitSession sits
+	// through while it waits for a live session.
+	sessionChangesMax = 256
+	// sessionRestartsMax bounds how often one acquire starts over after
+	// the session its node belonged to expired.
+	sessionRestartsMax = 8
+	// waitRoundsMax bounds the list-and-wait rounds of one acquire: each
+	// round follows a notification or a vanished node, so a lock queue of
+	// a million waiters would still fit.
+	waitRoundsMax = 1 << 20
+	// cleanupTimeoutMin is the least time a cleanup (deleting the node of
+	// an acquire that failed, timed out or was cancelled) is given, on the
+	// backend's clock; it gets at least twice the session timeout, by
+	// which time the node is deleted or its session is known gone.
+	cleanupTimeoutMin = 10 * time.Second
+)
+
+// Errors of the recipes. Compare them with errors.Is.
+var (
+	// ErrNotAcquired: TryAcquire found the lock taken; nothing was left
+	// behind.
+	ErrNotAcquired = errors.New("recipes: not acquired: the lock is taken")
+	// ErrLeaseLost: the session that held the lease expired before the
+	// lease was released, so another client may have held the lock at the
+	// same time. Release returns it, once the lock node is known gone.
+	ErrLeaseLost = errors.New("recipes: lease lost: its session expired while it was held")
+	// ErrUpgrade: a handle that holds a read lease asked for the write
+	// lease, which would wait on itself forever.
+	ErrUpgrade = errors.New("recipes: a read lease cannot be upgraded to a write lease")
+	// ErrGaveUp: a step of a recipe hit one of its named limits.
+	ErrGaveUp = errors.New("recipes: gave up after too many retries")
+	// errSessionGone: the session a lock node belonged to is gone, and the
+	// node with it; the acquire starts over in the new session.
+	errSessionGone = errors.New("recipes: the session of the lock node is gone")
+)
+
+// openACL is the ACL of every node a recipe creates.
+var openACL = zk.WorldACL(zk.PermAll)
+
+// isConnectionLoss reports an error after which a request may or may not
+// have been applied (zk.ErrConnectionClosed) or was never sent
+// (zk.ErrNoServer). Both are settled the same way: wait for the
+// connection, then look.
+func isConnectionLoss(err error) bool {
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer)
+}
+
+// isSessionLoss reports an error that says the session is gone.
+func isSessionLoss(err error) bool {
+	return errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrSessionMoved)
+}
+
+// awaitSession returns the client's session once it is connected, waiting
+// through disconnects and session changes, until ctx is done.
+func awaitSession(ctx context.Context, c Conn) (Session, error) {
+	for range sessionChangesMax {
+		s := c.Session()
+		if s.Connected() {
+			return s, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return s, err
+		}
+		if _, err := c.WaitSession(ctx, s); err != nil {
+			return s, err
+		}
+	}
+	return c.Session(), fmt.Errorf("awaiting a session: %w", ErrGaveUp)
+}
+
+// cleanupContext derives the context a cleanup runs with: it survives the
+// cancellation of ctx (the acquire being cancelled is why the cleanup
+// runs) and is bounded on the backend's clock.
+func cleanupContext(ctx context.Context, c Conn) (context.Context, context.CancelFunc) {
+	d := cleanupTimeoutMin
+	if t := 2 * time.Duration(c.Session().TimeoutMs) * time.Millisecond; t > d {
+		d = t
+	}
+	return c.WithTimeout(context.WithoutCancel(ctx), d)
+}
+
+// ensureDir creates dir and its missing ancestors as container nodes (the
+// server deletes a container once its last child is gone, so an unused
+// lock leaves no garbage behind; Curator's creatingParentContainersIfNeeded).
+func ensureDir(ctx context.Context, c Conn, dir string) error {
+	if dir == "/" || dir == "" {
+		return nil
+	}
+	for range connectionRetriesMax {
+		_, err := c.CreateContainer(ctx, dir, nil, zk.FlagContainer, openACL)
+		switch {
+		case err == nil, errors.Is(err, zk.ErrNodeExists):
+			return nil
+		case errors.Is(err, zk.ErrNoNode):
+			if err := ensureDir(ctx, c, path.Dir(dir)); err != nil {
+				return err
+			}
+		case isConnectionLoss(err):
+			if _, err := awaitSession(ctx, c); err != nil {
+				return err
+			}
+		case isSessionLoss(err):
+			// The next attempt runs in the new session.
+		default:
+			return fmt.Errorf("creating %s: %w", dir, err)
+		}
+	}
+	return fmt.Errorf("creating %s: %w", dir, ErrGaveUp)
+}
+
+// --- lock node names ---
+
+// sequenceDigits is the width of the counter ZooKeeper appends to a
+// sequential node's name.
+const sequenceDigits = 10
+
+// protectedPrefix marks a protected name, as Curator's and go-zookeeper's
+// "_c_" does.
+const protectedPrefix = "_c_"
+
+// protectedName is the name a protected create asks for: the GUID of the
+// attempt and the session it is made in, then the kind; ZooKeeper
+// appends the sequence. The GUID finds the node again after a create
+// whose reply was lost; the session keeps a node of a dead session from
+// being adopted by the next one (CURATOR-498).
+func protectedName(guid string, session int64, kind string) string {
+	return fmt.Sprintf("%s%s-%016x-%s", protectedPrefix, guid, uint64(session), kind)
+}
+
+// protectedTag is what every node of one create attempt starts with.
+func protectedTag(guid string, session int64) string {
+	return fmt.Sprintf("%s%s-%016x-", protectedPrefix, guid, uint64(session))
+}
+
+// A child is one lock node of a directory, parsed from its name.
+type child struct {
+	name string
+	kind string // "lock-", "read-", "write-", "lease-"
+	seq  int64
+}
+
+// parseChild parses a sequential node's name; names without a sequence
+// (not made by a recipe) are not lock nodes.
+func parseChild(name string) (child, bool) {
+	if len(name) < sequenceDigits {
+		return child{}, false
+	}
+	digits := name[len(name)-sequenceDigits:]
+	seq, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || seq < 0 {
+		return child{}, false
+	}
+	kind := name[:len(name)-sequenceDigits]
+	if strings.HasPrefix(kind, protectedPrefix) {
+		// _c_<32 hex>-<16 hex>-kind
+		header := len(protectedPrefix) + 32 + 1 + 16 + 1
+		if len(kind) >= header {
+			kind = kind[header:]
+		}
+	}
+	return child{name: name, kind: kind, seq: seq}, true
+}
+
+// sortChildren parses names and sorts the lock nodes by sequence: the
+// order of creation. Sorting the names themselves, as seed 002's code
+// does, is wrong once names carry a GUID.
+func sortChildren(names []string) []child {
+	kids := make([]child, 0, len(names))
+	for _, n := range names {
+		if c, ok := parseChild(n); ok {
+			kids = append(kids, c)
+		}
+	}
+	slices.SortFunc(kids, func(a, b child) int {
+		if a.seq != b.seq {
+			if a.seq < b.seq {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	return kids
+}
+
+func indexOf(kids []child, name string) int {
+	return slices.IndexFunc(kids, func(k child) bool { return k.name == name })
+}
+
+// --- lock nodes: create, find again, remove until known ---
+
+// A lockNode is a node a recipe created: its path, the session it was
+// created in, and its czxid, the fencing token.
+type lockNode struct {
+	path      string
+	session   int64
+	czxid     int64
+	ephemeral bool
+}
+
+func (n lockNode) name() string { return path.Base(n.path) }
+
+// A nodeMaker creates the sequential lock nodes of one directory.
+type nodeMaker struct {
+	conn Conn
+	dir  string
+	// flags are the create flags: FlagEphemeralSequential, or
+	// FlagSequence for persistent-lock.
+	flags int32
+	// protected names the nodes with the GUID and session, so that a
+	// create whose reply was lost is found again; unprotected-lock has it
+	// off.
+	protected bool
+}
+
+func (m *nodeMaker) ephemeral() bool { return m.flags&zk.FlagEphemeral != 0 }
+
+// create makes one lock node of the kind and returns it with its token.
+// After a connection loss it settles the create: a protected name is
+// looked for among the children, in the same session only; an
+// unprotected create is simply made again (the unprotected-lock flaw).
+// On failure it leaves nothing behind that it can find.
+func (m *nodeMaker) create(ctx context.Context, kind string) (lockNode, error) {
+	guid := m.conn.GUID()
+	ambiguous := int64(0) // the session of a create whose outcome is unknown
+	for range connectionRetriesMax {
+		s, err := awaitSession(ctx, m.conn)
+		if err != nil {
+			m.settleAbandoned(ctx, guid, ambiguous)
+			return lockNode{}, err
+		}
+		if ambiguous != 0 {
+			if ambiguous == s.ID {
+				node, found, err := m.find(ctx, guid, s.ID)
+				switch {
+				case isConnectionLoss(err) || isSessionLoss(err):
+					continue
+				case err != nil:
+					m.settleAbandoned(ctx, guid, ambiguous)
+					return lockNode{}, err
+				case found:
+					return m.stamp(ctx, node)
+				}
+			}
+			// Not created, or created in a session that is gone, and
+			// gone with it.
+			ambiguous = 0
+		}
+		name := kind
+		if m.protected {
+			name = protectedName(guid, s.ID, kind)
+		}
+		created, err := m.conn.Create(ctx, m.dir+"/"+name, nil, m.flags, openACL)
+		switch {
+		case err == nil:
+			return m.stamp(ctx, lockNode{path: created, session: s.ID, ephemeral: m.ephemeral()})
+		case errors.Is(err, zk.ErrNoNode):
+			if err := ensureDir(ctx, m.conn, m.dir); err != nil {
+				return lockNode{}, err
+			}
+		case isConnectionLoss(err):
+			if m.protected {
+				ambiguous = s.ID
+			}
+			// Unprotected: a node the lost reply would have named may
+			// exist, and nothing can find it again.
+		case isSessionLoss(err):
+			// Nothing of the old session survives; create again.
+		default:
+			return lockNode{}, fmt.Errorf("creating a lock node in %s: %w", m.dir, err)
+		}
+	}
+	m.settleAbandoned(ctx, guid, ambiguous)
+	return lockNode{}, fmt.Errorf("creating a lock node in %s: %w", m.dir, ErrGaveUp)
+}
+
+// settleAbandoned deletes the node of an ambiguous create the caller gives
+// up on, if it exists.
+func (m *nodeMaker) settleAbandoned(ctx context.Context, guid string, session int64) {
+	if session == 0 || !m.protected {
+		return
+	}
+	cctx, cancel := cleanupContext(ctx, m.conn)
+	defer cancel()
+	for range connectionRetriesMax {
+		s, err := awaitSession(cctx, m.conn)
+		if err != nil || s.ID != session {
+			return
+		}
+		node, found, err := m.find(cctx, guid, session)
+		switch {
+		case isConnectionLoss(err) || isSessionLoss(err):
+			continue
+		case err != nil || !found:
+			return
+		}
+		node.ephemeral = m.ephemeral()
+		m.remove(cctx, node)
+		return
+	}
+}
+
+// find looks for the node of a protected create among the children.
+func (m *nodeMaker) find(ctx context.Context, guid string, session int64) (lockNode, bool, error) {
+	names, _, err := m.conn.Children(ctx, m.dir)
+	if errors.Is(err, zk.ErrNoNode) {
+		return lockNode{}, false, nil
+	}
+	if err != nil {
+		return lockNode{}, false, err
+	}
+	tag := protectedTag(guid, session)
+	for _, n := range names {
+		if strings.HasPrefix(n, tag) {
+			return lockNode{path: m.dir + "/" + n, session: session, ephemeral: m.ephemeral()}, true, nil
+		}
+	}
+	return lockNode{}, false, nil
+}
+
+// stamp reads the node's czxid, its fencing token. If the node is gone
+// already, its session is: errSessionGone.
+func (m *nodeMaker) stamp(ctx context.Context, node lockNode) (lockNode, error) {
+	for range connectionRetriesMax {
+		ok, stat, err := m.conn.Exists(ctx, node.path)
+		switch {
+		case err == nil && ok:
+			node.czxid = stat.Czxid
+			return node, nil
+		case err == nil:
+			return node, errSessionGone
+		case isConnectionLoss(err):
+			s, err := awaitSession(ctx, m.conn)
+			if err != nil {
+				m.abandon(ctx, node)
+				return node, err
+			}
+			if node.ephemeral && sessionGone(s, node.session) {
+				return node, errSessionGone
+			}
+		case isSessionLoss(err):
+			if node.ephemeral {
+				return node, errSessionGone
+			}
+		default:
+			m.abandon(ctx, node)
+			return node, err
+		}
+	}
+	m.abandon(ctx, node)
+	return node, fmt.Errorf("reading %s: %w", node.path, ErrGaveUp)
+}
+
+// abandon removes the node of an acquire that failed, with a cleanup
+// context.
+func (m *nodeMaker) abandon(ctx context.Context, node lockNode) error {
+	cctx, cancel := cleanupContext(ctx, m.conn)
+	defer cancel()
+	return m.remove(cctx, node)
+}
+
+// remove deletes node until it is known gone: deleted, or found missing,
+// or its session known gone (an ephemeral dies with its session). It never
+// gives up while the node may still exist, except when ctx is done or a
+// limit is hit, and then it says so: the caller keeps the node to try
+// again (CURATOR-486). It returns ErrLeaseLost when the node went with its
+// session.
+func (m *nodeMaker) remove(ctx context.Context, node lockNode) error {
+	return removeNode(ctx, m.conn, node)
+}
+
+func removeNode(ctx context.Context, c Conn, node lockNode) error {
+	for range connectionRetriesMax {
+		s := c.Session()
+		if node.ephemeral && sessionGone(s, node.session) {
+			return ErrLeaseLost
+		}
+		if !s.Connected() {
+			if _, err := c.WaitSession(ctx, s); err != nil {
+				return err
+			}
+			continue
+		}
+		if node.ephemeral && s.ID != node.session {
+			return ErrLeaseLost
+		}
+		err := c.Delete(ctx, node.path, -1)
+		switch {
+		case err == nil, errors.Is(err, zk.ErrNoNode):
+			return nil
+		case isConnectionLoss(err), isSessionLoss(err):
+			// Loop: a delete whose reply was lost is settled by the next
+			// one (it finds the node missing).
+		case errors.Is(err, zk.ErrClosing) && node.ephemeral:
+			// The client is closed, and its session ends with it.
+			return ErrLeaseLost
+		default:
+			return fmt.Errorf("deleting %s: %w", node.path, err)
+		}
+	}
+	return fmt.Errorf("deleting %s: %w", node.path, ErrGaveUp)
+}
+
+// sessionGone reports whether the client knows that the session id is
+// gone: it was told of the expiry, or it has another session now.
+func sessionGone(s Session, id int64) bool {
+	return s.State == zk.StateExpired || (s.ID != 0 && s.ID != id)
+}
+
+// --- waiting ---
+
+// waitStyle is how a waiter waits for its turn.
+type waitStyle int
+
+const (
+	// waitPredecessor: getData with a watch on the one node in the way; a
+	// node already gone sets no watch (Curator's choice), so nothing
+	// leaks and nothing is missed.
+	waitPredecessor waitStyle = iota + 1
+	// waitChildren: getChildren with a watch on the directory: every
+	// change wakes every waiter, the herd.
+	waitChildren
+	// waitLostWakeup: exists with a watch on the node in the way, waiting
+	// on the watch even when the node is already gone: the flaw of
+	// lost-wakeup-lock.
+	waitLostWakeup
+)
+
+// A predicate decides from the sorted children and the index of the
+// caller's node whether the caller holds the lock; if not, it names the
+// node in the way (the one to watch).
+type predicate func(kids []child, me int) (blocker string, granted bool)
+
+// mutexPredicate grants the lowest node; the node in the way is the
+// immediate predecessor (ZooKeeper's lock recipe).
+func mutexPredicate(kids []child, me int) (string, bool) {
+	if me == 0 {
+		return "", true
+	}
+	return kids[me-1].name, false
+}
+
+// queue is a directory of sequential lock nodes and how its waiters wait:
+// the core of every sequential recipe.
+type queue struct {
+	nodeMaker
+	style waitStyle
+}
+
+// acquire creates a node of the kind and waits until pred grants it. With
+// block false it gives up instead of waiting (TryAcquire). On any failure,
+// timeout or cancellation it removes its node; if the session of its node
+// expires, it starts over in the new session.
+func (q *queue) acquire(ctx context.Context, kind string, pred predicate, block bool) (lockNode, error) {
+	for range sessionRestartsMax {
+		node, err := q.acquireOnce(ctx, kind, pred, block)
+		if errors.Is(err, errSessionGone) {
+			continue
+		}
+		return node, err
+	}
+	return lockNode{}, fmt.Errorf("acquiring %s: the session expired %d times: %w", q.dir, sessionRestartsMax, ErrGaveUp)
+}
+
+// acquireOnce is one attempt of acquire: errSessionGone when the session
+// of its node went away, and the node with it.
+func (q *queue) acquireOnce(ctx context.Context, kind string, pred predicate, block bool) (lockNode, error) {
+	node, err := q.create(ctx, kind)
+	if err != nil {
+		return lockNode{}, err
+	}
+	err = q.await(ctx, node, pred, block)
+	switch {
+	case err == nil:
+		return node, nil
+	case errors.Is(err, errSessionGone) && node.ephemeral:
+		return lockNode{}, err
+	default:
+		// A persistent node outlives its session, so it is removed here
+		// too (waiting behind it in the new session is the
+		// persistent-lock flaw only when its owner crashed).
+		if rerr := q.abandon(ctx, node); rerr != nil && !errors.Is(rerr, ErrLeaseLost) {
+			return lockNode{}, errors.Join(err, fmt.Errorf("removing %s after a failed acquire: %w", node.path, rerr))
+		}
+		return lockNode{}, err
+	}
+}
+
+// await is the list-and-wait loop: list the children, ask pred, and wait
+// for the node in the way (or for any change, in the herd style).
+func (q *queue) await(ctx context.Context, node lockNode, pred predicate, block bool) error {
+	losses := 0
+	for range waitRoundsMax {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if node.ephemeral && sessionGone(q.conn.Session(), node.session) {
+			return errSessionGone
+		}
+		waited, err := q.round(ctx, node, pred, block)
+		switch {
+		case err == nil && !waited:
+			return nil
+		case err == nil:
+			losses = 0
+		case isConnectionLoss(err):
+			losses++
+			if losses > connectionRetriesMax {
+				return fmt.Errorf("waiting in %s: %w", q.dir, ErrGaveUp)
+			}
+			if _, err := awaitSession(ctx, q.conn); err != nil {
+				return err
+			}
+		case isSessionLoss(err):
+			return errSessionGone
+		default:
+			return err
+		}
+	}
+	return fmt.Errorf("waiting in %s: %w", q.dir, ErrGaveUp)
+}
+
+// round is one list-and-wait round. It reports waited false when the lock
+// is granted, true after a wait (or a blocker found gone) that calls for
+// another round.
+func (q *queue) round(ctx context.Context, node lockNode, pred predicate, block bool) (waited bool, err error) {
+	kids, err := q.list(ctx)
+	if err != nil {
+		return false, err
+	}
+	me := indexOf(kids, node.name())
+	if me < 0 {
+		return false, errSessionGone
+	}
+	blocker, granted := pred(kids, me)
+	if granted {
+		return false, nil
+	}
+	if !block {
+		return false, ErrNotAcquired
+	}
+	var watch <-chan zk.Event
+	switch q.style {
+	case waitPredecessor:
+		_, _, watch, err = q.conn.GetW(ctx, q.dir+"/"+blocker)
+		if errors.Is(err, zk.ErrNoNode) {
+			return true, nil // gone already: no watch was set; list again
+		}
+	case waitLostWakeup:
+		// The flaw: the answer of exists is ignored, and a watch on a
+		// node that is already gone waits for its creation, forever.
+		_, _, watch, err = q.conn.ExistsW(ctx, q.dir+"/"+blocker)
+	case waitChildren:
+		// The first listing set no watch, so the one that grants leaves
+		// none behind; list again with the watch, and look again.
+		var names []string
+		names, _, watch, err = q.conn.ChildrenW(ctx, q.dir)
+		if err == nil {
+			kids = sortChildren(names)
+			if me = indexOf(kids, node.name()); me < 0 {
+				return false, errSessionGone
+			}
+			if _, granted := pred(kids, me); granted {
+				return false, nil // the watch leaks: one spurious event later
+			}
+		}
+	}
+	if err != nil {
+		return false, err
+	}
+	ev, err := q.conn.Wait(ctx, watch)
+	if err != nil {
+		return false, err
+	}
+	if ev.Type == zk.EventNotWatching {
+		switch {
+		case isSessionLoss(ev.Err) && node.ephemeral:
+			return false, errSessionGone
+		case errors.Is(ev.Err, zk.ErrClosing):
+			return false, zk.ErrClosing
+		}
+	}
+	return true, nil
+}
+
+// list returns the sorted children of the directory.
+func (q *queue) list(ctx context.Context) ([]child, error) {
+	names, _, err := q.conn.Children(ctx, q.dir)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return sortChildren(names), nil
+}

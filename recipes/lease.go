@@ -1,0 +1,278 @@
+package recipes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// A Lock is one client's handle on a lock of the ZooKeeper tree. Handles
+// are not safe for concurrent use: a simulated task, or one goroutine,
+// owns each.
+type Lock interface {
+	// Acquire blocks until the lock is granted, or ctx is done, or the
+	// recipe fails. A failed, timed-out or cancelled acquire leaves no
+	// lock node behind.
+	Acquire(ctx context.Context) (*Lease, error)
+	// TryAcquire does not wait: it returns a lease, or ErrNotAcquired
+	// when the lock is taken, leaving nothing behind.
+	TryAcquire(ctx context.Context) (*Lease, error)
+}
+
+// LeaseState is what a holder can know of its lease.
+type LeaseState int
+
+const (
+	// LeaseHeld: the client is connected in the session that holds the
+	// lease.
+	LeaseHeld LeaseState = iota + 1
+	// LeaseSuspended: the client is disconnected; the session may still
+	// live, and the lease with it, or not (Curator's SUSPENDED). A holder
+	// should pause work that needs the lock.
+	LeaseSuspended
+	// LeaseLost: the session is gone, or has been out of touch for longer
+	// than its timeout, so the server has expired it (Curator's LOST).
+	// Another client may hold the lock now.
+	LeaseLost
+	// LeaseReleased: the holder released the lease.
+	LeaseReleased
+)
+
+func (s LeaseState) String() string {
+	switch s {
+	case LeaseHeld:
+		return "held"
+	case LeaseSuspended:
+		return "suspended"
+	case LeaseLost:
+		return "lost"
+	case LeaseReleased:
+		return "released"
+	}
+	return fmt.Sprintf("LeaseState(%d)", int(s))
+}
+
+// A Lease is one grant of a lock. Its token is a fencing token: it grows
+// strictly over the successive grants of one lock, so a protected
+// resource that remembers the highest token it has seen can refuse a
+// holder whose lease was lost (Kleppmann's fencing). The token is the
+// czxid of the lock node: zxids grow strictly with every write of the
+// ensemble, and a grant's node was created after the node of every
+// earlier grant of the same lock (see each recipe for why), so its czxid
+// is higher. Unlike a node's sequence number it survives the deletion and
+// re-creation of the lock's directory, and it does not wrap at 2^31.
+type Lease struct {
+	conn      Conn
+	token     int64
+	session   int64
+	timeout   time.Duration
+	nodes     []string
+	parts     []*Lease // multi-lock: the member leases
+	release   func(ctx context.Context) error
+	done      bool
+	result    error
+	lost      bool
+	suspended bool
+	since     time.Time // when the lease was first seen suspended
+}
+
+func newLease(c Conn, node lockNode, release func(ctx context.Context) error) *Lease {
+	s := c.Session()
+	return &Lease{
+		conn:    c,
+		token:   node.czxid,
+		session: node.session,
+		timeout: time.Duration(s.TimeoutMs) * time.Millisecond,
+		nodes:   []string{node.path},
+		release: release,
+	}
+}
+
+// Token is the lease's fencing token (the lock node's czxid).
+func (l *Lease) Token() int64 { return l.token }
+
+// Nodes are the paths of the lock nodes the lease stands on.
+func (l *Lease) Nodes() []string { return append([]string(nil), l.nodes...) }
+
+// SessionID is the session the lease was granted in.
+func (l *Lease) SessionID() int64 { return l.session }
+
+// State reports what the client knows of the lease now, from its
+// session. It notices a suspension only when called; WaitState watches.
+// A lease lost stays lost.
+func (l *Lease) State() LeaseState {
+	if l.done {
+		return LeaseReleased
+	}
+	if l.parts != nil {
+		worst := LeaseHeld
+		for _, p := range l.parts {
+			worst = max(worst, p.State())
+		}
+		return worst
+	}
+	if l.lost {
+		return LeaseLost
+	}
+	s := l.conn.Session()
+	switch {
+	case sessionGone(s, l.session):
+		l.lost = true
+		return LeaseLost
+	case s.Connected():
+		l.suspended = false
+		return LeaseHeld
+	}
+	now := l.conn.Now()
+	if !l.suspended {
+		l.suspended, l.since = true, now
+	}
+	if l.timeout > 0 && now.Sub(l.since) >= l.timeout {
+		// Out of touch for a whole session timeout: the server has
+		// expired the session, whether or not the client has heard.
+		l.lost = true
+		return LeaseLost
+	}
+	return LeaseSuspended
+}
+
+// WaitState blocks until the lease's state differs from seen, and returns
+// the new state; or ctx's error. A final state (lost, released) is
+// returned at once.
+func (l *Lease) WaitState(ctx context.Context, seen LeaseState) (LeaseState, error) {
+	for range sessionChangesMax {
+		st := l.State()
+		if st != seen {
+			return st, nil
+		}
+		if st == LeaseReleased || st == LeaseLost {
+			return st, nil // final: nothing will change it
+		}
+		s := l.conn.Session()
+		wctx, cancel := ctx, context.CancelFunc(func() {})
+		if st == LeaseSuspended && l.timeout > 0 {
+			// Wake when the suspension has lasted a session timeout.
+			left := l.timeout - l.conn.Now().Sub(l.since)
+			wctx, cancel = l.conn.WithTimeout(ctx, max(left, 0))
+		}
+		_, err := l.conn.WaitSession(wctx, s)
+		cancel()
+		if err != nil && ctx.Err() != nil {
+			return st, ctx.Err()
+		}
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return st, err
+		}
+	}
+	return l.State(), fmt.Errorf("watching a lease: %w", ErrGaveUp)
+}
+
+// Release gives the lease back. It is idempotent: once the lock node is
+// known gone, every call returns the same result. It returns nil when it
+// deleted the node, and ErrLeaseLost when the session that held the node
+// was gone first (the node went with it, and another client may have held
+// the lock meanwhile). If ctx ends first it returns ctx's error and the
+// lease keeps the node: call Release again (the handle also finishes the
+// job at its next acquire).
+func (l *Lease) Release(ctx context.Context) error {
+	if l.done {
+		return l.result
+	}
+	err := l.release(ctx)
+	if err == nil || errors.Is(err, ErrLeaseLost) {
+		l.done, l.result = true, err
+	}
+	return err
+}
+
+// --- the pending removals of a handle ---
+
+// A removal is the deletion of a lock node that a handle must see
+// through: a released lease's node whose delete has not been settled yet.
+// The handle keeps it until the node is known gone, so that a failed
+// release is finished later and never forgotten (CURATOR-486).
+type removal struct {
+	run  func(ctx context.Context) error // deletes until known gone
+	done bool
+	err  error
+}
+
+// removals are a handle's unsettled removals.
+type removals struct {
+	pending []*removal
+}
+
+// settle runs r, and keeps it pending if it could not finish.
+func (rs *removals) settle(ctx context.Context, r *removal) error {
+	if r.done {
+		return r.err
+	}
+	err := r.run(ctx)
+	if err == nil || errors.Is(err, ErrLeaseLost) {
+		r.done, r.err = true, err
+		rs.pending = slices.DeleteFunc(rs.pending, func(o *removal) bool { return o == r })
+		return err
+	}
+	if !slices.Contains(rs.pending, r) {
+		rs.pending = append(rs.pending, r)
+	}
+	return err
+}
+
+// flush settles the pending removals before a new acquire: a node left
+// behind would queue the handle behind itself.
+func (rs *removals) flush(ctx context.Context) error {
+	for _, r := range slices.Clone(rs.pending) {
+		if err := rs.settle(ctx, r); err != nil && !errors.Is(err, ErrLeaseLost) {
+			return fmt.Errorf("removing a node an earlier release left: %w", err)
+		}
+	}
+	return nil
+}
+
+// nodeRemoval deletes node until known gone.
+func nodeRemoval(c Conn, node lockNode) *removal {
+	return &removal{run: func(ctx context.Context) error { return removeNode(ctx, c, node) }}
+}
+
+// nodeLease returns a lease on node whose release deletes the node until
+// known gone, through the handle's removals.
+func nodeLease(c Conn, rs *removals, node lockNode) *Lease {
+	r := nodeRemoval(c, node)
+	return newLease(c, node, func(ctx context.Context) error { return rs.settle(ctx, r) })
+}
+
+// A hold is a lock node held by a reentrant handle, with the number of
+// leases that stand on it.
+type hold struct {
+	node    lockNode
+	count   int
+	removal *removal
+}
+
+func newHold(c Conn, node lockNode) *hold {
+	return &hold{node: node, removal: nodeRemoval(c, node)}
+}
+
+// lease hands out one more lease on the hold. Releasing the last lease
+// removes the node; clear is called then, so the handle forgets the hold.
+func (h *hold) lease(c Conn, rs *removals, clear func()) *Lease {
+	h.count++
+	counted := false
+	l := newLease(c, h.node, func(ctx context.Context) error {
+		if !counted {
+			counted = true
+			h.count--
+			if h.count == 0 {
+				clear()
+			}
+		}
+		if h.count > 0 {
+			return nil
+		}
+		return rs.settle(ctx, h.removal)
+	})
+	return l
+}
