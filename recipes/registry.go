@@ -1,0 +1,149 @@
+package recipes
+
+import "slices"
+
+// Options tune the recipes a registry constructor builds; the zero value
+// gives each recipe's default.
+type Options struct {
+	// Leases is the number of holders a semaphore admits (semaphore
+	// only); 0 means 1.
+	Leases int
+	// Read asks rw-lock and herd-rw-lock for their read side; the default
+	// is the write side.
+	Read bool
+	// Members are the lock directories multi-lock takes together; by
+	// default path/0 and path/1.
+	Members []string
+}
+
+// A Recipe is a lock recipe the CLI and the testbed find by name.
+type Recipe struct {
+	// Name is the canonical name, as in the docs.
+	Name string
+	// Summary is one line on what it is.
+	Summary string
+	// Source is where the algorithm comes from: seed documents, Curator,
+	// kazoo.
+	Source string
+	// Flaw is empty for a correct recipe; for a flawed variant it is the
+	// mistake it makes, and what the testbed should see.
+	Flaw string
+	// New builds one client's handle on the lock at path.
+	New func(c Conn, path string, o Options) Lock
+}
+
+// Flawed reports whether the recipe is a flawed variant, for teaching.
+func (r Recipe) Flawed() bool { return r.Flaw != "" }
+
+var registry = []Recipe{
+	{
+		Name:    "exclusive-lock",
+		Summary: "one ephemeral node per lock; waiters watch it, so every release wakes them all",
+		Source:  "seeds 001 and 003 (exclusive lock)",
+		New:     func(c Conn, p string, _ Options) Lock { return NewExclusiveLock(c, p) },
+	},
+	{
+		Name:    "herd-lock",
+		Summary: "ephemeral-sequential queue; waiters watch the children (the herd)",
+		Source:  "seed 002's first algorithm, seed 004's ordinary lock",
+		New:     func(c Conn, p string, _ Options) Lock { return NewHerdLock(c, p) },
+	},
+	{
+		Name:    "fair-lock",
+		Summary: "ephemeral-sequential queue with protected names; each waiter watches its predecessor",
+		Source:  "seed 000, seed 002's improved algorithm, seed 004's improved lock, ZooKeeper's lock recipe",
+		New:     func(c Conn, p string, _ Options) Lock { return NewFairLock(c, p) },
+	},
+	{
+		Name:    "reentrant-mutex",
+		Summary: "fair-lock, reentrant for its handle with a hold count",
+		Source:  "Curator InterProcessMutex",
+		New:     func(c Conn, p string, _ Options) Lock { return NewReentrantMutex(c, p) },
+	},
+	{
+		Name:    "semaphore-mutex",
+		Summary: "a semaphore of one lease: a mutex that is not reentrant",
+		Source:  "Curator InterProcessSemaphoreMutex",
+		New:     func(c Conn, p string, _ Options) Lock { return NewSemaphoreMutex(c, p) },
+	},
+	{
+		Name:    "semaphore",
+		Summary: "at most N holders: a gate lock and lease nodes, no herd",
+		Source:  "Curator InterProcessSemaphoreV2, kazoo Semaphore",
+		New:     func(c Conn, p string, o Options) Lock { return NewSemaphore(c, p, o.Leases) },
+	},
+	{
+		Name:    "rw-lock",
+		Summary: "read/write lock; a reader watches the last lower write node, a writer the last lower node",
+		Source:  "seed 003's improved shared lock, Curator InterProcessReadWriteLock",
+		New:     func(c Conn, p string, o Options) Lock { return rwSideOf(NewRWLock(c, p), o) },
+	},
+	{
+		Name:    "herd-rw-lock",
+		Summary: "read/write lock whose waiters all watch the children",
+		Source:  "seed 003's first shared lock",
+		New:     func(c Conn, p string, o Options) Lock { return rwSideOf(NewHerdRWLock(c, p), o) },
+	},
+	{
+		Name:    "multi-lock",
+		Summary: "several reentrant mutexes taken as one, all or nothing",
+		Source:  "Curator InterProcessMultiLock",
+		New: func(c Conn, p string, o Options) Lock {
+			members := o.Members
+			if len(members) == 0 {
+				members = []string{p + "/0", p + "/1"}
+			}
+			return NewMultiLock(c, members)
+		},
+	},
+	{
+		Name:    "persistent-lock",
+		Summary: "fair-lock with PERSISTENT nodes",
+		Source:  "seed 000's warning on PERSISTENT nodes",
+		Flaw:    "a holder that crashes leaves its node forever, and everyone after it waits forever",
+		New:     func(c Conn, p string, _ Options) Lock { return NewPersistentLock(c, p) },
+	},
+	{
+		Name:    "unprotected-lock",
+		Summary: "fair-lock without the GUID in its node names",
+		Source:  "seed 004's guid-lock- name, ZooKeeper's recipe notes on the GUID",
+		Flaw:    "after a create whose reply was lost it creates a second node; the first is orphaned and blocks the queue for the session's life",
+		New:     func(c Conn, p string, _ Options) Lock { return NewUnprotectedLock(c, p) },
+	},
+	{
+		Name:    "lost-wakeup-lock",
+		Summary: "fair-lock that waits on an exists watch even when the predecessor is gone",
+		Source:  "seed 002 on reading and watching in one call",
+		Flaw:    "a predecessor that leaves between the listing and the watch leaves a creation watch that never fires: the waiter sleeps on a free lock",
+		New:     func(c Conn, p string, _ Options) Lock { return NewLostWakeupLock(c, p) },
+	},
+}
+
+func rwSideOf(l *RWLock, o Options) Lock {
+	if o.Read {
+		return l.Read()
+	}
+	return l.Write()
+}
+
+// Names lists the recipes' names: the correct ones, then the flawed
+// variants.
+func Names() []string {
+	names := make([]string, len(registry))
+	for i, r := range registry {
+		names[i] = r.Name
+	}
+	return names
+}
+
+// Recipes lists every recipe.
+func Recipes() []Recipe { return slices.Clone(registry) }
+
+// Lookup finds a recipe by name.
+func Lookup(name string) (Recipe, bool) {
+	i := slices.IndexFunc(registry, func(r Recipe) bool { return r.Name == name })
+	if i < 0 {
+		return Recipe{}, false
+	}
+	return registry[i], true
+}
