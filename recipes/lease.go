@@ -138,6 +138,21 @@ func (l *Lease) State() LeaseState {
 	return LeaseSuspended
 }
 
+// suspendedSince is when the lease was first seen suspended (for a
+// multi-lock lease, the earliest of its suspended parts).
+func (l *Lease) suspendedSince() time.Time {
+	if l.parts == nil {
+		return l.since
+	}
+	var since time.Time
+	for _, p := range l.parts {
+		if p.suspended && (since.IsZero() || p.since.Before(since)) {
+			since = p.since
+		}
+	}
+	return since
+}
+
 // WaitState blocks until the lease's state differs from seen, and returns
 // the new state; or ctx's error. A final state (lost, released) is
 // returned at once.
@@ -154,7 +169,7 @@ func (l *Lease) WaitState(ctx context.Context, seen LeaseState) (LeaseState, err
 		wctx, cancel := ctx, context.CancelFunc(func() {})
 		if st == LeaseSuspended && l.timeout > 0 {
 			// Wake when the suspension has lasted a session timeout.
-			left := l.timeout - l.conn.Now().Sub(l.since)
+			left := l.timeout - l.conn.Now().Sub(l.suspendedSince())
 			wctx, cancel = l.conn.WithTimeout(ctx, max(left, 0))
 		}
 		_, err := l.conn.WaitSession(wctx, s)

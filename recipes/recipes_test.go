@@ -66,9 +66,8 @@ func checkGrowing(t *testing.T, tokens []int64) {
 	}
 }
 
-// checkNoLockNodes runs a task that lists the lock nodes left under dirs,
-// and fails if there are any others than allowed.
-func checkNoLockNodes(t *testing.T, e env, allowed []string, dirs ...string) []string {
+// listLockNodes runs a task that lists the lock nodes left under dirs.
+func listLockNodes(t *testing.T, e env, dirs ...string) []string {
 	t.Helper()
 	c := e.Conn(t)
 	var left []string
@@ -84,6 +83,14 @@ func checkNoLockNodes(t *testing.T, e env, allowed []string, dirs ...string) []s
 		t.Fatal(err)
 	}
 	slices.Sort(left)
+	return left
+}
+
+// checkNoLockNodes fails if lock nodes other than allowed are left under
+// dirs, and returns those left.
+func checkNoLockNodes(t *testing.T, e env, allowed []string, dirs ...string) []string {
+	t.Helper()
+	left := listLockNodes(t, e, dirs...)
 	extra := slices.DeleteFunc(slices.Clone(left), func(p string) bool { return slices.Contains(allowed, p) })
 	if len(extra) > 0 {
 		t.Errorf("lock nodes left behind: %v", extra)
