@@ -33,6 +33,23 @@ func (c *Client) callable(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// waitable reports why the calling task cannot wait now: its process
+// crashed (it does not come back), or ctx refuses. Waiting does not need a
+// connection: a closed client still delivers the events it has and
+// sleeps.
+func (c *Client) waitable(ctx context.Context) error {
+	if c.crashed || c.w.closed {
+		if t := c.w.current; t != nil && t.killed {
+			runtime.Goexit()
+		}
+		return zk.ErrClosing
+	}
+	if err := checkContext(ctx); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
 // do sends a request and blocks the calling task until it is answered or
 // fails. It returns the transport error, if any; the server's error code
 // is in the response.
@@ -379,10 +396,13 @@ func (c *Client) SessionID() int64 { return c.sessionID }
 
 // WaitSession blocks until the session differs from seen.
 func (c *Client) WaitSession(ctx context.Context, seen recipes.Session) (recipes.Session, error) {
-	if err := c.callable(ctx); err != nil {
+	if err := c.waitable(ctx); err != nil {
 		return c.Session(), err
 	}
-	c.w.block(func() bool { return c.generation != seen.Generation || ctx.Err() != nil || c.crashed })
+	if c.closed && c.generation == seen.Generation {
+		return c.Session(), zk.ErrClosing // nothing will change any more
+	}
+	c.w.block(func() bool { return c.generation != seen.Generation || ctx.Err() != nil || c.crashed || c.closed })
 	if c.generation == seen.Generation {
 		if err := ctx.Err(); err != nil {
 			return c.Session(), err
@@ -397,7 +417,7 @@ func (c *Client) Wait(ctx context.Context, watches ...<-chan zk.Event) (zk.Event
 	if len(watches) == 0 {
 		return zk.Event{}, errors.New("sim: Wait needs at least one watch")
 	}
-	if err := c.callable(ctx); err != nil {
+	if err := c.waitable(ctx); err != nil {
 		return zk.Event{}, err
 	}
 	var got zk.Event
@@ -430,7 +450,7 @@ func (c *Client) Wait(ctx context.Context, watches ...<-chan zk.Event) (zk.Event
 // Sleep pauses the calling task for d of virtual time, or until ctx is
 // done.
 func (c *Client) Sleep(ctx context.Context, d time.Duration) error {
-	if err := c.callable(ctx); err != nil {
+	if err := c.waitable(ctx); err != nil {
 		return err
 	}
 	if d <= 0 {

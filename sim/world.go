@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -189,6 +190,9 @@ func (w *World) block(ready func() bool) {
 	if t == nil {
 		panic("sim: a blocking call outside a simulated task (use World.Go)")
 	}
+	if t.killed {
+		runtime.Goexit()
+	}
 	if ready() {
 		return
 	}
@@ -362,22 +366,24 @@ func (w *World) advanceTime() bool {
 	return true
 }
 
-// Close ends every task still blocked (their deferred calls run, and any
-// client call they make fails) and closes the world.
+// Close ends every task still blocked: each is resumed in turn and exits
+// where it stands (its deferred calls run, and any client call they make
+// fails at once), then the world is closed.
 func (w *World) Close() {
 	if w.closed {
 		return
 	}
 	w.closed = true
-	for _, t := range w.tasks {
+	// Any goroutine that enters the scheduler from now on hands the baton
+	// straight back to the caller of Close.
+	w.main.ready = func() bool { return true }
+	w.running = true
+	for _, t := range slices.Clone(w.tasks) {
 		if t.done {
 			continue
 		}
 		t.killed = true
-		t.ready = func() bool { return true }
+		w.handoff(w.main, t)
 	}
-	w.main.ready = func() bool { return w.liveTasks() == 0 }
-	w.running = true
-	w.schedule(w.main)
 	w.running = false
 }
