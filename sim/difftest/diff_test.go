@@ -1,0 +1,140 @@
+package difftest
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zklab/zklab/recipes/zkconn/zktest"
+	"github.com/zklab/zklab/sim"
+)
+
+func TestMain(m *testing.M) { os.Exit(zktest.Main(m)) }
+
+// sessionTimeout is every client's requested session timeout in the
+// sequences: long enough that nothing expires during one.
+const sessionTimeout = 10 * time.Second
+
+var runSeq atomic.Int64
+
+// newRoot names a run's root, unique on the shared server.
+func newRoot() string {
+	return fmt.Sprintf("/d%d-%d", time.Now().UnixNano()%1e9, runSeq.Add(1))
+}
+
+// Sequence is one differential case: operations by clients, each with its
+// own session.
+type Sequence struct {
+	Clients int
+	Ops     []Op
+	Seed    uint64 // the simulator's seed
+}
+
+func (s Sequence) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "clients=%d seed=%d\n", s.Clients, s.Seed)
+	for i, op := range s.Ops {
+		fmt.Fprintf(&b, "  #%d %v\n", i+1, op)
+	}
+	return b.String()
+}
+
+// TB is what the checks need of *testing.T and *rapid.T.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+}
+
+// transcripts runs seq on the simulator and on the real server at addr.
+func transcripts(t TB, addr string, seq Sequence) (simLines, realLines []string) {
+	t.Helper()
+	root := newRoot()
+
+	sb, err := NewSim(sim.Config{Seed: seq.Seed, CheckEveryStep: true}, seq.Clients, sessionTimeout)
+	if err != nil {
+		t.Fatalf("sim: %v", err)
+	}
+	defer sb.W.Close()
+	simRun, err := Start(sb, root)
+	if err != nil {
+		t.Fatalf("sim: %v", err)
+	}
+	for i, op := range seq.Ops {
+		if err := simRun.Apply(i+1, op); err != nil {
+			t.Fatalf("sim: %v\n%v", err, seq)
+		}
+	}
+
+	rb, err := DialReal(addr, seq.Clients, sessionTimeout)
+	if err != nil {
+		t.Fatalf("real: %v", err)
+	}
+	defer rb.Close()
+	realRun, err := Start(rb, root)
+	if err != nil {
+		t.Fatalf("real: %v", err)
+	}
+	for i, op := range seq.Ops {
+		if err := realRun.Apply(i+1, op); err != nil {
+			t.Fatalf("real: %v\n%v", err, seq)
+		}
+	}
+	return simRun.Lines, realRun.Lines
+}
+
+// firstDifference returns the first line where the transcripts differ, as
+// a report, or "" when they agree.
+func firstDifference(seq Sequence, simLines, realLines []string) string {
+	n := max(len(simLines), len(realLines))
+	for i := range n {
+		var s, r string
+		if i < len(simLines) {
+			s = simLines[i]
+		}
+		if i < len(realLines) {
+			r = realLines[i]
+		}
+		if s == r {
+			continue
+		}
+		// Show the sequence up to the op the line belongs to.
+		upTo := len(seq.Ops)
+		for j := i; j >= 0 && j < len(realLines); j-- {
+			if _, err := fmt.Sscanf(realLines[j], "#%d ", &upTo); err == nil {
+				break
+			}
+		}
+		shown := seq
+		shown.Ops = seq.Ops[:min(upTo, len(seq.Ops))]
+		return fmt.Sprintf("sim and real differ at line %d:\n real: %s\n  sim: %s\n\nsequence (up to that op):\n%v\nreal transcript:\n%s\n\nsim transcript:\n%s",
+			i+1, r, s, shown, strings.Join(realLines[:min(i+1, len(realLines))], "\n"), strings.Join(simLines[:min(i+1, len(simLines))], "\n"))
+	}
+	return ""
+}
+
+// check runs seq on both backends and fails t at the first difference.
+// normalize, if not nil, is applied to every line of both transcripts
+// first: it hides the known differences.
+func check(t TB, addr string, seq Sequence, normalize func(string) string) []string {
+	t.Helper()
+	simLines, realLines := transcripts(t, addr, seq)
+	if normalize != nil {
+		for i := range simLines {
+			simLines[i] = normalize(simLines[i])
+		}
+		for i := range realLines {
+			realLines[i] = normalize(realLines[i])
+		}
+	}
+	if d := firstDifference(seq, simLines, realLines); d != "" {
+		t.Fatalf("%s", d)
+	}
+	return realLines
+}
+
+var acl = zk.WorldACL(zk.PermAll)

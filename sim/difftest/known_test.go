@@ -1,0 +1,73 @@
+package difftest
+
+import (
+	"regexp"
+	"testing"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zklab/zklab/recipes/zkconn/zktest"
+)
+
+// A knownDifference is a case where the simulator and ZooKeeper 3.8 differ,
+// found by these tests and not yet fixed in the simulator. Its test runs
+// the case and skips with the difference while it stands; once the
+// simulator is fixed the test passes, and the entry's hide should go.
+type knownDifference struct {
+	name string
+	why  string
+	seq  Sequence
+	// hide rewrites a transcript line so that the random sequences of
+	// TestDifferential do not stop at this difference again.
+	hide func(string) string
+}
+
+var systemDataRe = regexp.MustCompile(`^(#\d+ c\d+ getW? abs"/zookeeper[^"]*" -> )data=(nil|"")`)
+
+var knownDifferences = []knownDifference{
+	{
+		name: "system-node-data",
+		why: `getData of /zookeeper, /zookeeper/quota and /zookeeper/config returns empty non-nil data ([]byte{}) ` +
+			`on ZooKeeper 3.8 (the server sends a zero-length buffer), nil in the simulator`,
+		seq: Sequence{Clients: 1, Ops: []Op{
+			{Kind: Get, Path: Path{Rel: "/zookeeper", Abs: true}},
+			{Kind: Get, Path: Path{Rel: "/zookeeper/quota", Abs: true}},
+			{Kind: GetW, Path: Path{Rel: "/zookeeper/config", Abs: true}},
+		}},
+		hide: func(line string) string { return systemDataRe.ReplaceAllString(line, `${1}data=<empty>`) },
+	},
+	{
+		name: "multi-two-sequential-creates",
+		why: `a multi with two sequential creates under one parent: ZooKeeper numbers them one after the other ` +
+			`(the multi's pending parent record counts the first), the simulator gives both the same number and ` +
+			`fails the second with NodeExists (the whole multi fails); opGen keeps one sequential create per multi`,
+		seq: Sequence{Clients: 1, Ops: []Op{
+			{Kind: Multi, Ops: []SubOp{
+				{Kind: SubCreate, Path: Path{Rel: "/s-"}, Flags: zk.FlagSequence},
+				{Kind: SubCreate, Path: Path{Rel: "/s-"}, Flags: zk.FlagEphemeralSequential},
+			}},
+			{Kind: Children, Path: Path{Rel: ""}},
+		}},
+	},
+}
+
+func hideKnownDifferences(line string) string {
+	for _, k := range knownDifferences {
+		if k.hide != nil {
+			line = k.hide(line)
+		}
+	}
+	return line
+}
+
+// TestKnownDifferences runs each known difference as a regression case.
+func TestKnownDifferences(t *testing.T) {
+	srv := zktest.Shared(t)
+	for _, k := range knownDifferences {
+		t.Run(k.name, func(t *testing.T) {
+			simLines, realLines := transcripts(t, srv.Addr, k.seq)
+			if d := firstDifference(k.seq, simLines, realLines); d != "" {
+				t.Skipf("known difference: %s — see report\n%s", k.why, d)
+			}
+		})
+	}
+}

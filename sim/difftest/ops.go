@@ -1,0 +1,186 @@
+// Package difftest holds the simulator (package sim) to a real ZooKeeper:
+// it runs the same operation sequences on both and compares every result.
+// Its tests need a real server (recipes/zkconn/zktest); the helpers here
+// describe operations, run them on a backend and render their results in a
+// form that does not depend on the backend: paths relative to the run's
+// root, zxids relative to the root's creation, session ids as client
+// numbers.
+package difftest
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Kind names an operation.
+type Kind string
+
+// The operations of a sequence.
+const (
+	Create          Kind = "create"
+	CreateContainer Kind = "createContainer"
+	Delete          Kind = "delete"
+	Exists          Kind = "exists"
+	ExistsW         Kind = "existsW"
+	Get             Kind = "get"
+	GetW            Kind = "getW"
+	Set             Kind = "set"
+	Children        Kind = "children"
+	ChildrenW       Kind = "childrenW"
+	Multi           Kind = "multi"
+	Sync            Kind = "sync"
+	Close           Kind = "close" // closes the client's session
+	// WaitSession waits until the client has a session again, after a
+	// request that made the server close its connection (oversized data).
+	WaitSession Kind = "waitSession"
+)
+
+// SubKind names an operation of a multi.
+type SubKind string
+
+// The operations of a multi.
+const (
+	SubCreate SubKind = "create"
+	SubDelete SubKind = "delete"
+	SubSet    SubKind = "set"
+	SubCheck  SubKind = "check"
+)
+
+// ACLKind names the ACL of a create.
+type ACLKind string
+
+// The ACLs a create can give.
+const (
+	ACLAll  ACLKind = ""     // world:anyone, every permission
+	ACLRead ACLKind = "read" // world:anyone, read only
+	ACLNone ACLKind = "none" // an empty ACL: the server refuses it
+)
+
+func (a ACLKind) acl() []zk.ACL {
+	switch a {
+	case ACLRead:
+		return zk.WorldACL(zk.PermRead)
+	case ACLNone:
+		return []zk.ACL{}
+	}
+	return zk.WorldACL(zk.PermAll)
+}
+
+// A Path is a path relative to the run's root ("/a/b" is <root>/a/b), or,
+// with Abs, a path used as it is ("/zookeeper", "", "a").
+type Path struct {
+	Rel string
+	Abs bool
+}
+
+func (p Path) full(root string) string {
+	if p.Abs {
+		return p.Rel
+	}
+	return root + p.Rel
+}
+
+func (p Path) String() string {
+	if p.Abs {
+		return fmt.Sprintf("abs%q", p.Rel)
+	}
+	return p.Rel
+}
+
+// Data is the data of a create or set: Bytes, or with Len > 0 that many
+// bytes of 'x' (for the size limits), or nil with Nil.
+type Data struct {
+	Bytes string
+	Len   int
+	Nil   bool
+}
+
+func (d Data) bytes() []byte {
+	switch {
+	case d.Nil:
+		return nil
+	case d.Len > 0:
+		return []byte(strings.Repeat("x", d.Len))
+	}
+	return []byte(d.Bytes)
+}
+
+func (d Data) String() string {
+	switch {
+	case d.Nil:
+		return "nil"
+	case d.Len > 0:
+		return fmt.Sprintf("len=%d", d.Len)
+	}
+	return fmt.Sprintf("%q", d.Bytes)
+}
+
+// An Op is one operation of a sequence, made by one client.
+type Op struct {
+	Client  int // from 0
+	Kind    Kind
+	Path    Path
+	Data    Data
+	Flags   int32
+	ACL     ACLKind
+	Version int32
+	Ops     []SubOp // of a multi
+}
+
+// A SubOp is one operation of a multi.
+type SubOp struct {
+	Kind    SubKind
+	Path    Path
+	Data    Data
+	Flags   int32
+	Version int32
+}
+
+func (op Op) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "c%d %s", op.Client+1, op.Kind)
+	switch op.Kind {
+	case Create, CreateContainer:
+		fmt.Fprintf(&b, " %v data=%v flags=%d", op.Path, op.Data, op.Flags)
+		if op.ACL != ACLAll {
+			fmt.Fprintf(&b, " acl=%s", op.ACL)
+		}
+	case Delete:
+		fmt.Fprintf(&b, " %v v=%d", op.Path, op.Version)
+	case Set:
+		fmt.Fprintf(&b, " %v data=%v v=%d", op.Path, op.Data, op.Version)
+	case Multi:
+		for _, s := range op.Ops {
+			b.WriteString(" [" + s.String() + "]")
+		}
+	case Close, WaitSession:
+	default:
+		fmt.Fprintf(&b, " %v", op.Path)
+	}
+	return b.String()
+}
+
+func (s SubOp) String() string {
+	switch s.Kind {
+	case SubCreate:
+		return fmt.Sprintf("create %v data=%v flags=%d", s.Path, s.Data, s.Flags)
+	case SubSet:
+		return fmt.Sprintf("set %v data=%v v=%d", s.Path, s.Data, s.Version)
+	}
+	return fmt.Sprintf("%s %v v=%d", s.Kind, s.Path, s.Version)
+}
+
+func (s SubOp) request(root string) any {
+	p := s.Path.full(root)
+	switch s.Kind {
+	case SubCreate:
+		return &zk.CreateRequest{Path: p, Data: s.Data.bytes(), Acl: zk.WorldACL(zk.PermAll), Flags: s.Flags}
+	case SubDelete:
+		return &zk.DeleteRequest{Path: p, Version: s.Version}
+	case SubSet:
+		return &zk.SetDataRequest{Path: p, Data: s.Data.bytes(), Version: s.Version}
+	}
+	return &zk.CheckVersionRequest{Path: p, Version: s.Version}
+}
