@@ -39,6 +39,9 @@ type watchKey struct {
 	typ  watchType
 }
 
+// pingRequest is every ping; the server only reads it.
+var pingRequest = Request{Xid: -2, Op: OpPing}
+
 // pending is a request between its call and its reply.
 type pending struct {
 	req     Request
@@ -99,7 +102,8 @@ type Client struct {
 	dropRequests       int
 	dropReplies        int
 
-	tasks []*task
+	tasks   []*task
+	scratch Operation // the record of the call in progress when no history is kept
 }
 
 // NewClient adds a client to the world; it starts connecting at once, in
@@ -265,7 +269,7 @@ func (c *Client) schedulePing() {
 		if !c.authed {
 			return
 		}
-		c.w.sendToServer(c.conn, wireMsg{kind: wireRequest, req: Request{Xid: -2, Op: OpPing}})
+		c.w.sendToServer(c.conn, wireMsg{kind: wireRequest, req: &pingRequest})
 		c.schedulePing()
 	})
 }
@@ -327,6 +331,8 @@ func (c *Client) flushUnsent(err error) {
 	}
 }
 
+func (p *pending) isDone() bool { return p.done }
+
 func (p *pending) fail(err error) {
 	p.done = true
 	p.err = err
@@ -345,7 +351,7 @@ func (c *Client) transmit(p *pending) {
 		return
 	}
 	c.inflight = append(c.inflight, p)
-	c.w.sendToServer(c.conn, wireMsg{kind: wireRequest, req: p.req})
+	c.w.sendToServer(c.conn, wireMsg{kind: wireRequest, req: &p.req})
 	c.w.emit(Event{Kind: "send", Client: c.id, Session: c.sessionID, Op: p.req.Op.String(), Xid: p.req.Xid, Path: p.req.Path})
 }
 
@@ -559,12 +565,13 @@ func (c *Client) crash() {
 		conn := c.conn
 		c.conn = nil
 		c.authed = false
-		conn.toClient = nil
-		conn.toServer = nil
+		conn.toClient.clear()
+		conn.toServer.clear()
 		if c.w.server.HasConn(conn.id) {
 			c.w.server.Disconnect(conn.id)
 		}
 		conn.clientClosed = true
+		c.w.connsClosed = true
 		c.w.pruneConns()
 	}
 	c.unsent, c.inflight = nil, nil

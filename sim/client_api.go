@@ -64,28 +64,34 @@ func (c *Client) do(ctx context.Context, req Request, onReply func(error)) (Resp
 	} else {
 		c.unsent = append(c.unsent, p)
 	}
-	c.w.block(func() bool { return p.done })
+	c.w.block(p.isDone)
 	if p.err != nil {
 		return Response{}, p.err
 	}
 	return p.resp, p.resp.Err.Error()
 }
 
-// begin records the invocation of an operation in the history.
-func (c *Client) begin(op, path string) int {
+// begin records the invocation of an operation in the history, when the
+// world keeps one; it returns a scratch record otherwise.
+func (c *Client) begin(op, path string) *Operation {
 	w := c.w
-	w.history = append(w.history, Operation{
-		ID: len(w.history) + 1, Client: c.id, Session: c.sessionID, Op: op, Path: path,
-		CallStep: w.step, CallTime: time.Duration(w.nowNs),
-	})
+	if !w.cfg.KeepHistory && !w.trace.on() {
+		return &c.scratch // end ignores it
+	}
+	rec := Operation{Client: c.id, Session: c.sessionID, Op: op, Path: path, CallStep: w.step, CallTime: time.Duration(w.nowNs)}
 	w.emit(Event{Kind: "call", Client: c.id, Session: c.sessionID, Op: op, Path: path})
-	return len(w.history) - 1
+	if !w.cfg.KeepHistory {
+		return &rec // the trace of its return needs it
+	}
+	return w.history.add(rec)
 }
 
 // end records the return of an operation and lets fill add its outcome.
-func (c *Client) end(i int, err error, fill func(o *Operation)) {
+func (c *Client) end(o *Operation, err error, fill func(o *Operation)) {
 	w := c.w
-	o := &w.history[i]
+	if !w.cfg.KeepHistory && !w.trace.on() {
+		return
+	}
 	o.Err = err
 	o.ReturnStep = w.step
 	o.ReturnTime = time.Duration(w.nowNs)
@@ -122,7 +128,7 @@ func parseFlags(flags int32) (sequential, container, ttl bool, err error) {
 // Create is zk.Conn.Create.
 func (c *Client) Create(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
 	i := c.begin("create", path)
-	c.w.history[i].Data, c.w.history[i].Flags = data, flags
+	i.Data, i.Flags = data, flags
 	created, err := c.create(ctx, OpCreate, path, data, flags, acl)
 	c.end(i, err, func(o *Operation) { o.OutPath = created })
 	return created, err
@@ -131,7 +137,7 @@ func (c *Client) Create(ctx context.Context, path string, data []byte, flags int
 // CreateContainer is zk.Conn.CreateContainer.
 func (c *Client) CreateContainer(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
 	i := c.begin("createContainer", path)
-	c.w.history[i].Data, c.w.history[i].Flags = data, flags
+	i.Data, i.Flags = data, flags
 	created, err := c.create(ctx, OpCreateCont, path, data, flags, acl)
 	c.end(i, err, func(o *Operation) { o.OutPath = created })
 	return created, err
@@ -161,7 +167,7 @@ func (c *Client) create(ctx context.Context, op OpCode, path string, data []byte
 // Delete is zk.Conn.Delete.
 func (c *Client) Delete(ctx context.Context, path string, version int32) error {
 	i := c.begin("delete", path)
-	c.w.history[i].Version = version
+	i.Version = version
 	var err error
 	if !validateClientPath(path, false) {
 		err = zk.ErrInvalidPath
@@ -186,7 +192,7 @@ func (c *Client) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-ch
 
 func (c *Client) exists(ctx context.Context, path string, watch bool) (bool, *zk.Stat, <-chan zk.Event, error) {
 	i := c.begin(opName("exists", watch), path)
-	c.w.history[i].Watch = watch
+	i.Watch = watch
 	if !validateClientPath(path, false) {
 		c.end(i, zk.ErrInvalidPath, nil)
 		return false, nil, nil, zk.ErrInvalidPath
@@ -241,7 +247,7 @@ func (c *Client) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-cha
 
 func (c *Client) get(ctx context.Context, path string, watch bool) ([]byte, *zk.Stat, <-chan zk.Event, error) {
 	i := c.begin(opName("get", watch), path)
-	c.w.history[i].Watch = watch
+	i.Watch = watch
 	if !validateClientPath(path, false) {
 		c.end(i, zk.ErrInvalidPath, nil)
 		return nil, nil, nil, zk.ErrInvalidPath
@@ -268,7 +274,7 @@ func (c *Client) get(ctx context.Context, path string, watch bool) ([]byte, *zk.
 // Set is zk.Conn.Set.
 func (c *Client) Set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
 	i := c.begin("set", path)
-	c.w.history[i].Data, c.w.history[i].Version = data, version
+	i.Data, i.Version = data, version
 	if !validateClientPath(path, false) {
 		c.end(i, zk.ErrInvalidPath, nil)
 		return nil, zk.ErrInvalidPath
@@ -297,7 +303,7 @@ func (c *Client) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat
 
 func (c *Client) children(ctx context.Context, path string, watch bool) ([]string, *zk.Stat, <-chan zk.Event, error) {
 	i := c.begin(opName("children", watch), path)
-	c.w.history[i].Watch = watch
+	i.Watch = watch
 	if !validateClientPath(path, false) {
 		c.end(i, zk.ErrInvalidPath, nil)
 		return nil, nil, nil, zk.ErrInvalidPath

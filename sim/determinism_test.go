@@ -29,7 +29,7 @@ func busyWorkload(seed uint64) string {
 		{AtStep: 650, Fault: Fault{Kind: FaultCrash, Client: 2}},
 		{AtTime: 9 * time.Second, Fault: Fault{Kind: FaultRestart, Duration: 3 * time.Second}},
 	}
-	w := New(Config{Seed: seed, KeepTrace: true, Faults: faults})
+	w := New(Config{Seed: seed, KeepTrace: true, KeepHistory: true, Faults: faults})
 	defer w.Close()
 	paths := []string{"/a", "/a/x", "/a/y", "/b", "/b/s-"}
 	for i := range 5 {

@@ -40,5 +40,32 @@ type Operation struct {
 // with the request possibly applied.
 func (o *Operation) Ambiguous() bool { return o.Err == zk.ErrConnectionClosed }
 
-// History returns every operation so far, in invocation order.
-func (w *World) History() []Operation { return w.history }
+// History returns every operation so far, in invocation order
+// (Config.KeepHistory).
+func (w *World) History() []Operation {
+	var all []Operation
+	for _, chunk := range w.history.chunks {
+		all = append(all, chunk...)
+	}
+	return all
+}
+
+// history stores operations in fixed-size chunks, so that recording one
+// never moves the others and a pointer to one stays valid.
+type history struct {
+	chunks [][]Operation
+	n      int
+}
+
+const historyChunk = 1024
+
+func (h *history) add(o Operation) *Operation {
+	if len(h.chunks) == 0 || len(h.chunks[len(h.chunks)-1]) == historyChunk {
+		h.chunks = append(h.chunks, make([]Operation, 0, historyChunk))
+	}
+	last := &h.chunks[len(h.chunks)-1]
+	h.n++
+	o.ID = h.n
+	*last = append(*last, o)
+	return &(*last)[len(*last)-1]
+}

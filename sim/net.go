@@ -17,7 +17,7 @@ const (
 type wireMsg struct {
 	kind    wireKind
 	connect ConnectRequest
-	req     Request
+	req     *Request
 }
 
 // netConn is one TCP connection between a client and the server: two
@@ -26,8 +26,8 @@ type wireMsg struct {
 type netConn struct {
 	id           ConnID
 	client       *Client
-	toServer     []wireMsg
-	toClient     []Output
+	toServer     fifo[wireMsg]
+	toClient     fifo[Output]
 	clientClosed bool // the client has closed its end and reads nothing more
 }
 
@@ -59,7 +59,7 @@ func (w *World) connByID(id ConnID) *netConn {
 }
 
 func (w *World) sendToServer(conn *netConn, m wireMsg) {
-	conn.toServer = append(conn.toServer, m)
+	conn.toServer.push(m)
 }
 
 // closeClientEnd closes the client's end of a connection: it reads
@@ -70,20 +70,22 @@ func (w *World) closeClientEnd(conn *netConn) {
 		return
 	}
 	conn.clientClosed = true
-	conn.toClient = nil
-	conn.toServer = append(conn.toServer, wireMsg{kind: wireFin})
+	w.connsClosed = true
+	conn.toClient.clear()
+	conn.toServer.push(wireMsg{kind: wireFin})
 }
 
 // reset breaks a connection at once for both ends (an RST): what was on
 // its way is lost, the server drops the connection and its watches now,
 // and the client sees the connection fail.
 func (w *World) reset(conn *netConn, why string) {
-	conn.toServer = nil
-	conn.toClient = nil
+	conn.toServer.clear()
+	conn.toClient.clear()
 	if w.server.HasConn(conn.id) {
 		w.server.Disconnect(conn.id)
 	}
 	conn.clientClosed = true
+	w.connsClosed = true
 	w.pruneConns()
 	if c := conn.client; c.conn == conn {
 		c.connectionLost(why)
@@ -91,8 +93,16 @@ func (w *World) reset(conn *netConn, why string) {
 }
 
 func (w *World) pruneConns() {
+	if !w.connsClosed {
+		return
+	}
+	w.connsClosed = false
 	w.conns = slices.DeleteFunc(w.conns, func(c *netConn) bool {
-		return c.clientClosed && len(c.toServer) == 0 && !w.server.HasConn(c.id)
+		gone := c.clientClosed && c.toServer.len() == 0 && !w.server.HasConn(c.id)
+		if !gone && c.clientClosed {
+			w.connsClosed = true // look again once its last messages are through
+		}
+		return gone
 	})
 }
 
@@ -105,7 +115,7 @@ func (w *World) drainServer() {
 			w.emit(Event{Kind: "lost", Detail: fmt.Sprintf("server->conn%d %s", o.Conn, describeOutput(o))})
 			continue
 		}
-		conn.toClient = append(conn.toClient, o)
+		conn.toClient.push(o)
 	}
 }
 
@@ -133,10 +143,10 @@ func (w *World) enumerate() []Step {
 		if c.partitioned() {
 			continue
 		}
-		if len(conn.toServer) > 0 && w.serverUp {
+		if conn.toServer.len() > 0 && w.serverUp {
 			e = append(e, Step{Kind: StepToServer, Client: c.number(), Conn: conn.id, conn: conn})
 		}
-		if len(conn.toClient) > 0 && !c.paused() {
+		if conn.toClient.len() > 0 && !c.paused() {
 			e = append(e, Step{Kind: StepToClient, Client: c.number(), Conn: conn.id, conn: conn})
 		}
 	}
@@ -167,12 +177,15 @@ func (w *World) take(st Step) {
 }
 
 func (w *World) deliverToServer(conn *netConn) {
-	m := conn.toServer[0]
-	conn.toServer = conn.toServer[1:]
+	m := conn.toServer.pop()
 	c := conn.client
 	if !w.server.HasConn(conn.id) {
 		if m.kind != wireFin {
-			w.emit(Event{Kind: "lost", Client: c.number(), Detail: fmt.Sprintf("conn%d closed by the server", conn.id), Op: m.req.Op.String(), Xid: m.req.Xid})
+			e := Event{Kind: "lost", Client: c.number(), Detail: fmt.Sprintf("conn%d closed by the server", conn.id)}
+			if m.req != nil {
+				e.Op, e.Xid = m.req.Op.String(), m.req.Xid
+			}
+			w.emit(e)
 		}
 		return
 	}
@@ -187,7 +200,7 @@ func (w *World) deliverToServer(conn *netConn) {
 			return
 		}
 		w.emit(Event{Kind: "apply", Client: c.number(), Session: c.sessionID, Op: m.req.Op.String(), Xid: m.req.Xid, Path: m.req.Path})
-		w.server.Receive(w.nowMs(), conn.id, m.req)
+		w.server.Receive(w.nowMs(), conn.id, *m.req)
 	case wireFin:
 		w.server.Disconnect(conn.id)
 		w.emit(Event{Kind: "server", Client: c.number(), Detail: fmt.Sprintf("conn%d closed by the client", conn.id)})
@@ -196,8 +209,7 @@ func (w *World) deliverToServer(conn *netConn) {
 }
 
 func (w *World) deliverToClient(conn *netConn) {
-	o := conn.toClient[0]
-	conn.toClient = conn.toClient[1:]
+	o := conn.toClient.pop()
 	c := conn.client
 	if o.Kind == OutReply && o.Reply.Xid >= 0 && c.dropReplies > 0 {
 		c.dropReplies--

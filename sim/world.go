@@ -25,6 +25,9 @@ type Config struct {
 	Trace TraceSink
 	// KeepTrace keeps the trace in memory (World.Trace).
 	KeepTrace bool
+	// KeepHistory records every client call in the operation history
+	// (World.History), for a checker.
+	KeepHistory bool
 	// MaxSteps and MaxTime bound a run; Run fails with ErrLimit past them.
 	// Zero means 10,000,000 steps and 24 hours of virtual time.
 	MaxSteps uint64
@@ -61,9 +64,11 @@ type World struct {
 	timers   timerHeap
 	timerSeq uint64
 
-	tasks   []*task
+	tasks   []*task // live tasks, in creation order
+	live    int
 	clients []*Client
-	conns   []*netConn // open connections, in creation order
+	conns       []*netConn // open connections, in creation order
+	connsClosed bool       // some connection may be ready to forget
 	connSeq ConnID
 
 	current  *task // the task holding the baton, nil for the Run caller
@@ -75,7 +80,7 @@ type World struct {
 	dialable int64 // the server accepts connections from this time on (restart)
 
 	trace    *tracer
-	history  []Operation
+	history  history
 	enabled  []Step
 	dueBuf   []*timer
 	serverUp bool
@@ -143,6 +148,7 @@ func (w *World) Go(c *Client, name string, fn func(ctx context.Context)) {
 	t := &task{id: len(w.tasks) + 1, name: name, client: c, resume: make(chan struct{}, 1)}
 	t.ready = func() bool { return true }
 	w.tasks = append(w.tasks, t)
+	w.live++
 	if c != nil {
 		c.tasks = append(c.tasks, t)
 	}
@@ -156,6 +162,11 @@ func (w *World) runTask(t *task, fn func(ctx context.Context)) {
 		r := recover()
 		t.done = true
 		t.ready = nil
+		w.live--
+		w.tasks = slices.DeleteFunc(w.tasks, func(o *task) bool { return o == t })
+		if t.client != nil {
+			t.client.tasks = slices.DeleteFunc(t.client.tasks, func(o *task) bool { return o == t })
+		}
 		switch {
 		case t.killed:
 		case r != nil:
@@ -244,15 +255,7 @@ func (w *World) runUntil(stop func() bool) error {
 	return w.stopErr
 }
 
-func (w *World) liveTasks() int {
-	n := 0
-	for _, t := range w.tasks {
-		if !t.done {
-			n++
-		}
-	}
-	return n
-}
+func (w *World) liveTasks() int { return w.live }
 
 // schedule is the scheduler loop. It runs on the goroutine of self, the
 // task that just blocked (nil for a task that finished), and returns when
@@ -327,9 +330,7 @@ func (w *World) handoff(self, next *task) {
 func (w *World) blockedTasks() string {
 	var names []string
 	for _, t := range w.tasks {
-		if !t.done {
-			names = append(names, t.name)
-		}
+		names = append(names, t.name)
 	}
 	if len(names) == 0 {
 		return "none"
