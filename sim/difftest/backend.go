@@ -3,10 +3,13 @@ package difftest
 import (
 	"context"
 	"fmt"
+	"strings"
+	"testing"
 	"time"
 
 	"github.com/zklab/zklab/recipes"
 	"github.com/zklab/zklab/recipes/zkconn"
+	"github.com/zklab/zklab/recipes/zkconn/zktest"
 	"github.com/zklab/zklab/sim"
 )
 
@@ -57,19 +60,82 @@ func (b *SimBackend) Do(i int, fn func(ctx context.Context, c recipes.Conn)) err
 	return b.W.Run()
 }
 
+// Inject injects a fault on client i.
+func (b *SimBackend) Inject(i int, fault string) error {
+	if fault == FaultPartitionExpire {
+		c := b.Conns[i]
+		return b.W.Inject(sim.Fault{Kind: sim.FaultPartition, Client: i + 1, Duration: 3 * time.Duration(c.Session().TimeoutMs) * time.Millisecond})
+	}
+	kinds := map[string]sim.FaultKind{FaultDisconnect: sim.FaultDisconnect, FaultDropReply: sim.FaultDropReply, FaultExpire: sim.FaultExpire}
+	kind, ok := kinds[fault]
+	if !ok {
+		return fmt.Errorf("difftest: unknown fault %q", fault)
+	}
+	return b.W.Inject(sim.Fault{Kind: kind, Client: i + 1})
+}
+
 // RealBackend runs each step on the calling goroutine, one at a time.
 type RealBackend struct {
-	Conns []*zkconn.Conn
+	Addr    string
+	Conns   []*zkconn.Conn
+	Proxies []*zktest.Proxy // one per client, when dialed with proxies
+}
+
+// Bounds of an expiry on a real server.
+const (
+	expireBlackholeMax = time.Minute
+	expirePollInterval = 50 * time.Millisecond
+)
+
+// Inject injects a fault on client i through its proxy. An expiry
+// blackholes the client until the server has no trace of its session
+// (the four-letter word dump), then heals.
+func (b *RealBackend) Inject(i int, fault string) error {
+	if i >= len(b.Proxies) {
+		return fmt.Errorf("difftest: client %d has no proxy", i+1)
+	}
+	p := b.Proxies[i]
+	switch fault {
+	case FaultDisconnect:
+		p.CloseConns()
+	case FaultDropReply:
+		p.DropNextReply()
+	case FaultExpire, FaultPartitionExpire:
+		sid := fmt.Sprintf("0x%x", b.Conns[i].Session().ID)
+		p.Blackhole(expireBlackholeMax)
+		defer p.Heal()
+		deadline := time.Now().Add(expireBlackholeMax)
+		for {
+			dump, err := zktest.FourLetterWord(b.Addr, "dump")
+			if err == nil && !strings.Contains(dump, sid) {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("difftest: session %s not expired after %v", sid, expireBlackholeMax)
+			}
+			time.Sleep(expirePollInterval)
+		}
+	default:
+		return fmt.Errorf("difftest: unknown fault %q", fault)
+	}
+	return nil
 }
 
 var _ Backend = (*RealBackend)(nil)
 
 // DialReal connects n clients to addr and waits until each has a session.
-func DialReal(addr string, n int, sessionTimeout time.Duration, opts ...zkconn.Option) (*RealBackend, error) {
-	b := &RealBackend{}
+// With t, each client connects through its own fault proxy.
+func DialReal(t testing.TB, addr string, n int, sessionTimeout time.Duration) (*RealBackend, error) {
+	b := &RealBackend{Addr: addr}
 	ctx, cancel := context.WithTimeout(context.Background(), sessionWaitMax)
 	defer cancel()
 	for range n {
+		var opts []zkconn.Option
+		if t != nil {
+			p := zktest.NewProxy(t, addr)
+			b.Proxies = append(b.Proxies, p)
+			opts = append(opts, zkconn.WithDialer(p.Dialer()))
+		}
 		c, err := zkconn.Dial([]string{addr}, sessionTimeout, opts...)
 		if err != nil {
 			b.Close()

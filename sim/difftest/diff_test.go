@@ -23,15 +23,30 @@ var runSeq atomic.Int64
 
 // newRoot names a run's root, unique on the shared server.
 func newRoot() string {
-	return fmt.Sprintf("/d%d-%d", time.Now().UnixNano()%1e9, runSeq.Add(1))
+	// A fixed length, so that the size limits fall at the same data length.
+	return fmt.Sprintf("/d%09d%06d", time.Now().UnixNano()%1e9, runSeq.Add(1)%1e6)
 }
 
 // Sequence is one differential case: operations by clients, each with its
 // own session.
 type Sequence struct {
-	Clients int
-	Ops     []Op
-	Seed    uint64 // the simulator's seed
+	Clients        int
+	Ops            []Op
+	Seed           uint64        // the simulator's seed
+	SessionTimeout time.Duration // zero: sessionTimeout
+}
+
+// proxyTB is the test that owns the fault proxies of a sequence's real
+// clients, or nil when the sequence injects no fault.
+func proxyTB(t TB, seq Sequence) testing.TB {
+	for _, op := range seq.Ops {
+		if op.Kind == Fault {
+			if tb, ok := t.(testing.TB); ok {
+				return tb
+			}
+		}
+	}
+	return nil
 }
 
 func (s Sequence) String() string {
@@ -55,7 +70,11 @@ func transcripts(t TB, addr string, seq Sequence) (simLines, realLines []string)
 	t.Helper()
 	root := newRoot()
 
-	sb, err := NewSim(sim.Config{Seed: seq.Seed, CheckEveryStep: true}, seq.Clients, sessionTimeout)
+	timeout := sessionTimeout
+	if seq.SessionTimeout != 0 {
+		timeout = seq.SessionTimeout
+	}
+	sb, err := NewSim(sim.Config{Seed: seq.Seed, CheckEveryStep: true}, seq.Clients, timeout)
 	if err != nil {
 		t.Fatalf("sim: %v", err)
 	}
@@ -70,7 +89,7 @@ func transcripts(t TB, addr string, seq Sequence) (simLines, realLines []string)
 		}
 	}
 
-	rb, err := DialReal(addr, seq.Clients, sessionTimeout)
+	rb, err := DialReal(proxyTB(t, seq), addr, seq.Clients, timeout)
 	if err != nil {
 		t.Fatalf("real: %v", err)
 	}

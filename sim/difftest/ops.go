@@ -35,6 +35,27 @@ const (
 	// WaitSession waits until the client has a session again, after a
 	// request that made the server close its connection (oversized data).
 	WaitSession Kind = "waitSession"
+	// Fault injects Op.Fault on the client's connection or session and
+	// waits until the client has a session again.
+	Fault Kind = "fault"
+)
+
+// The faults an Op can inject, on both backends.
+const (
+	// FaultDisconnect drops the client's connection: sim.FaultDisconnect,
+	// or zktest.Proxy.CloseConns on a real server.
+	FaultDisconnect = "disconnect"
+	// FaultDropReply arms the loss of the reply to the client's next
+	// request, which closes its connection: sim.FaultDropReply, or
+	// zktest.Proxy.DropNextReply. It does not wait: the next op is the one.
+	FaultDropReply = "dropReply"
+	// FaultExpire expires the client's session: sim.FaultExpire, or on a
+	// real server a blackhole until the server has expired it.
+	FaultExpire = "expire"
+	// FaultPartitionExpire cuts the client off until its session has
+	// expired: sim.FaultPartition for three session timeouts, or on a real
+	// server the same blackhole as FaultExpire.
+	FaultPartitionExpire = "partitionExpire"
 )
 
 // SubKind names an operation of a multi.
@@ -127,6 +148,7 @@ type Op struct {
 	ACL     ACLKind
 	Version int32
 	Ops     []SubOp // of a multi
+	Fault   string  // of a Fault
 }
 
 // A SubOp is one operation of a multi.
@@ -156,6 +178,8 @@ func (op Op) String() string {
 			b.WriteString(" [" + s.String() + "]")
 		}
 	case Close, WaitSession:
+	case Fault:
+		b.WriteString(" " + op.Fault)
 	default:
 		fmt.Fprintf(&b, " %v", op.Path)
 	}

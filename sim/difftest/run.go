@@ -20,6 +20,12 @@ type Backend interface {
 	Do(i int, fn func(ctx context.Context, c recipes.Conn)) error
 }
 
+// A Faulter injects faults (FaultDisconnect, FaultDropReply, FaultExpire)
+// on client i, between steps.
+type Faulter interface {
+	Inject(i int, fault string) error
+}
+
 // closer is the Close both backends' clients have (sim.Client,
 // zkconn.Conn); it is not part of recipes.Conn.
 type closer interface{ Close() }
@@ -191,6 +197,8 @@ func (r *Run) exec(ctx context.Context, n int, op Op, c recipes.Conn) string {
 		return fmt.Sprintf("closed state=%v", s.State)
 	case WaitSession:
 		return r.waitSession(ctx, op.Client, c)
+	case Fault:
+		return r.fault(ctx, op, c)
 	}
 	panic(fmt.Sprintf("difftest: unknown op kind %q", op.Kind))
 }
@@ -205,7 +213,48 @@ func (r *Run) waitSession(ctx context.Context, i int, c recipes.Conn) string {
 			return "no session: " + errText(err)
 		}
 	}
-	return fmt.Sprintf("connected same-session=%v", s.ID == r.firstSID[i])
+	return r.sessionText(i, s)
+}
+
+// sessionText shows a session as first (the client's first) or new; a
+// new one is named for the owner column of later stats.
+func (r *Run) sessionText(i int, s recipes.Session) string {
+	if s.ID == r.firstSID[i] {
+		return fmt.Sprintf("connected session=first timeout=%d", s.TimeoutMs)
+	}
+	if _, ok := r.sessions[s.ID]; !ok {
+		r.sessions[s.ID] = fmt.Sprintf("c%d'", i+1)
+	}
+	return fmt.Sprintf("connected session=new(%s) timeout=%d", r.sessions[s.ID], s.TimeoutMs)
+}
+
+// fault injects op.Fault on the client and, but for FaultDropReply, waits
+// until the client has lost its connection (and, for FaultExpire, its
+// session) and has a session again.
+func (r *Run) fault(ctx context.Context, op Op, c recipes.Conn) string {
+	f, ok := r.b.(Faulter)
+	if !ok {
+		return "no faults on this backend"
+	}
+	before := c.Session()
+	if err := f.Inject(op.Client, op.Fault); err != nil {
+		return "inject: " + errText(err)
+	}
+	if op.Fault == FaultDropReply {
+		return "armed"
+	}
+	ctx, cancel := c.WithTimeout(ctx, sessionWaitMax)
+	defer cancel()
+	s := c.Session()
+	lost := false
+	for !lost || !s.Connected() || (op.Fault != FaultDisconnect && s.ID == before.ID) {
+		var err error
+		if s, err = c.WaitSession(ctx, s); err != nil {
+			return "no session: " + errText(err)
+		}
+		lost = lost || !s.Connected()
+	}
+	return r.sessionText(op.Client, s)
 }
 
 func (r *Run) addWatch(n, client int, ch <-chan zk.Event) {
