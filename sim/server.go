@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -140,6 +141,7 @@ type Server struct {
 	nextContainer int64   // when the ContainerManager runs next
 	closingQueue  []int64 // expired sessions whose closeSession has not been applied yet
 	outputs       []Output
+	overlay       overlay // reused by every write: the ChangeRecords of one transaction
 	acls          *aclTable
 	expiringNodes int  // containers and TTL nodes, which the ContainerManager sweeps
 	checkEvery    bool // check the whole tree after every transaction, not only what it touched
@@ -163,12 +165,15 @@ func NewServer(cfg ServerConfig) *Server {
 	s.nextSessionID = int64(uint64(cfg.EpochMs<<24)>>8) | 1<<56
 	s.nextContainer = cfg.ContainerCheckIntervalMs
 	s.acls = newACLTable()
-	s.nodes["/"] = &znode{acl: aclOpen}
+	// DataTree makes these nodes with new byte[0]: their data is empty,
+	// not null, and a client reads it as empty non-nil data (measured on
+	// 3.8.0 by the differential tests).
+	s.nodes["/"] = &znode{data: []byte{}, acl: aclOpen}
 	// The system nodes are not created by transactions: every Stat field
 	// is 0, and they do not count as creates in their parent's cversion.
-	s.addSystemNode("/zookeeper", &znode{acl: aclOpen})
-	s.addSystemNode("/zookeeper/quota", &znode{acl: aclOpen})
-	s.addSystemNode("/zookeeper/config", &znode{acl: aclReadOnly, aversion: -1})
+	s.addSystemNode("/zookeeper", &znode{data: []byte{}, acl: aclOpen})
+	s.addSystemNode("/zookeeper/quota", &znode{data: []byte{}, acl: aclOpen})
+	s.addSystemNode("/zookeeper/config", &znode{data: []byte{}, acl: aclReadOnly, aversion: -1})
 	return s
 }
 
@@ -193,9 +198,11 @@ func (s *Server) NodeCount() int { return len(s.nodes) }
 
 // Outputs returns what the server has sent since the last call, in order,
 // and forgets it.
+//
+// The slice is reused: it is valid until the next call into the server.
 func (s *Server) Outputs() []Output {
 	out := s.outputs
-	s.outputs = nil
+	s.outputs = s.outputs[:0]
 	return out
 }
 
@@ -437,18 +444,18 @@ func (s *Server) Receive(nowMs int64, conn ConnID, req Request) {
 	if !ok {
 		panic(fmt.Sprintf("sim: request on closed connection %d", conn))
 	}
-	sess := s.sessions[id]
-	if sess == nil || sess.closing {
-		// The session has expired and its closeSession is pending:
-		// SessionTrackerImpl.checkSession throws SessionExpired.
-		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeSessionExpired})
-		return
-	}
 	if packetLen(req) > s.cfg.MaxPacketBytes {
 		// NIOServerCnxn reads the length first and closes the connection
 		// on a "Len error": the request is never read, nothing is answered.
 		s.dropConn(conn)
 		s.send(Output{Conn: conn, Kind: OutClose})
+		return
+	}
+	sess := s.sessions[id]
+	if sess == nil || sess.closing {
+		// The session has expired and its closeSession is pending:
+		// SessionTrackerImpl.checkSession throws SessionExpired.
+		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeSessionExpired})
 		return
 	}
 	s.touch(nowMs, sess)
@@ -658,20 +665,25 @@ type changeRecord struct {
 	owner       int64
 }
 
-type overlay []changeRecord
+// overlay holds the records of one multi. They are kept by pointer: a
+// record handed out must stay the one in the overlay when later lookups
+// add records (with records stored by value, a parent record fetched
+// before its child's was lost when the slice grew, and two sequential
+// creates in one multi got the same suffix).
+type overlay []*changeRecord
 
 func (s *Server) record(o *overlay, path string) *changeRecord {
-	for i := range *o {
-		if (*o)[i].path == path {
-			return &(*o)[i]
+	for _, r := range *o {
+		if r.path == path {
+			return r
 		}
 	}
-	p := changeRecord{path: path}
+	r := &changeRecord{path: path}
 	if n := s.nodes[path]; n != nil {
-		p = changeRecord{path: path, exists: true, version: n.version, cversion: n.cversion, numChildren: n.numChildren(), owner: n.ephemeralOwner}
+		*r = changeRecord{path: path, exists: true, version: n.version, cversion: n.cversion, numChildren: n.numChildren(), owner: n.ephemeralOwner}
 	}
-	*o = append(*o, p)
-	return &(*o)[len(*o)-1]
+	*o = append(*o, r)
+	return r
 }
 
 // write is a validated op, ready to apply.
@@ -689,13 +701,25 @@ func (s *Server) validate(sess *serverSession, req Request, o *overlay) (write, 
 	case OpCreate, OpCreateCont, OpCreateTTL:
 		return s.validateCreate(sess, req, o)
 	case OpDelete:
-		if req.Path == "" || req.Path[0] != '/' || isSpecialPath(req.Path) || validateServerPath(req.Path, false) != nil {
+		// A delete's path is not validated beyond a slash and no NUL: a
+		// malformed one is simply not found (measured on 3.8.0: delete
+		// "/a/" and "/\U0001D11E" give NONODE, "x" gives BADARGUMENTS).
+		parentPath, ok := parentForWrite(req.Path)
+		if !ok || isSpecialPath(req.Path) {
 			return write{}, CodeBadArguments
 		}
-		parentPath, _ := parentOf(req.Path)
 		parent := s.record(o, parentPath)
+		if !parent.exists {
+			return write{}, CodeNoNode
+		}
+		// The parent's DELETE permission is checked before the node is
+		// looked up (measured on 3.8.0: deleting a missing child of a node
+		// without DELETE gives NOAUTH).
+		if !s.acls.allows(s.nodes[parentPath], zk.PermDelete) {
+			return write{}, CodeNoAuth
+		}
 		n := s.record(o, req.Path)
-		if !parent.exists || !n.exists {
+		if !n.exists {
 			return write{}, CodeNoNode
 		}
 		if req.Version != -1 && req.Version != n.version {
@@ -703,9 +727,6 @@ func (s *Server) validate(sess *serverSession, req Request, o *overlay) (write, 
 		}
 		if n.numChildren > 0 {
 			return write{}, CodeNotEmpty
-		}
-		if !s.acls.allows(s.nodes[parentPath], zk.PermDelete) {
-			return write{}, CodeNoAuth
 		}
 		n.exists = false
 		parent.numChildren--
@@ -765,13 +786,17 @@ func (s *Server) validateCreate(sess *serverSession, req Request, o *overlay) (w
 	default:
 		return write{}, CodeBadArguments
 	}
-	if validateServerPath(req.Path, sequential) != nil {
+	// validatePathForCreate only asks for a slash and no NUL; the full
+	// path rules are applied after the parent and its ACL are checked, to
+	// the path with its suffix (measured on 3.8.0: "m/bad" and
+	// "/missing/." give NONODE, "/a/." gives BADARGUMENTS).
+	parentPath, ok := parentForWrite(req.Path)
+	if !ok {
 		return write{}, CodeBadArguments
 	}
 	if !s.acls.valid(req.ACL) {
 		return write{}, CodeInvalidACL
 	}
-	parentPath, _ := parentOf(req.Path)
 	parent := s.record(o, parentPath)
 	if !parent.exists {
 		return write{}, CodeNoNode
@@ -802,6 +827,22 @@ func (s *Server) validateCreate(sess *serverSession, req Request, o *overlay) (w
 	return write{req: req, path: path, owner: owner}, CodeOK
 }
 
+// parentForWrite is PrepRequestProcessor's first look at a create's or a
+// delete's path (validatePathForCreate, and the same test for delete): it
+// must hold a slash and no NUL, and the parent is everything before the
+// last slash, the empty string standing for the root as it does in
+// DataTree's node map.
+func parentForWrite(path string) (string, bool) {
+	i := strings.LastIndexByte(path, '/')
+	if i < 0 || strings.IndexByte(path, 0) >= 0 {
+		return "", false
+	}
+	if i == 0 {
+		return "/", true
+	}
+	return path[:i], true
+}
+
 // apply performs a validated write within t; it cannot fail.
 func (s *Server) apply(nowMs int64, sess *serverSession, w write, t *txn) Response {
 	switch w.req.Op {
@@ -829,7 +870,8 @@ func (s *Server) apply(nowMs int64, sess *serverSession, w write, t *txn) Respon
 // a transaction: PrepRequestProcessor turns it into an error txn with a
 // zxid of its own.
 func (s *Server) writeOne(nowMs int64, sess *serverSession, req Request, t *txn) Response {
-	var o overlay
+	o := s.overlay[:0]
+	defer func() { s.overlay = o[:0] }()
 	w, code := s.validate(sess, req, &o)
 	if code != CodeOK {
 		return Response{Err: code}
@@ -842,7 +884,8 @@ func (s *Server) writeOne(nowMs int64, sess *serverSession, req Request, t *txn)
 // result: OK before the failing op, its error, RUNTIMEINCONSISTENCY after
 // (PrepRequestProcessor and DataTree.processTxn for OpCode.multi).
 func (s *Server) multi(nowMs int64, sess *serverSession, req Request, t *txn) Response {
-	var o overlay
+	o := s.overlay[:0]
+	defer func() { s.overlay = o[:0] }()
 	writes := make([]write, len(req.Ops))
 	results := make([]MultiResult, len(req.Ops))
 	for i, op := range req.Ops {
