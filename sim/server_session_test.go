@@ -211,7 +211,9 @@ func TestServerContainerSweep(t *testing.T) {
 	h := newHarness(t, ServerConfig{})
 	c, _ := h.connect(40000)
 	c2, _ := h.connect(4000)
-	cont := func(p string) Request { return Request{Op: OpCreateCont, Path: p, Mode: zk.FlagContainer, ACL: openACL} }
+	cont := func(p string) Request {
+		return Request{Op: OpCreateCont, Path: p, Mode: zk.FlagContainer, ACL: openACL}
+	}
 	h.ok(c, cont("/c"))
 	h.ok(c, cont("/c2"))
 	h.ok(c, cont("/c3"))
