@@ -98,22 +98,6 @@ func subOpGen() *rapid.Generator[SubOp] {
 	})
 }
 
-// oneSequentialCreate keeps the first sequential create of a multi and
-// makes the others plain: see the known difference
-// multi-two-sequential-creates.
-func oneSequentialCreate(ops []SubOp) {
-	seen := false
-	for i := range ops {
-		if ops[i].Kind != SubCreate || ops[i].Flags&zk.FlagSequence == 0 {
-			continue
-		}
-		if seen {
-			ops[i].Flags &^= zk.FlagSequence
-		}
-		seen = true
-	}
-}
-
 // writesShared reports whether op could change a node outside the run's
 // root (ZooKeeper's own, or /): those are kept out of the sequences.
 func writesShared(op Op) bool {
@@ -148,7 +132,6 @@ func opGen(clients int) *rapid.Generator[Op] {
 			op.Version = versionGen(t, "version")
 		case Multi:
 			op.Ops = rapid.SliceOfN(subOpGen(), 0, 4).Draw(t, "ops")
-			oneSequentialCreate(op.Ops)
 		}
 		if writesShared(op) {
 			op.Kind = Exists
