@@ -14,7 +14,7 @@ import (
 // that the server's semantics can be tested without the scheduler or the
 // simulated client.
 type srvHarness struct {
-	t       testing.TB
+	t       harnessT
 	s       *Server
 	nowMs   int64
 	conns   ConnID
@@ -22,7 +22,13 @@ type srvHarness struct {
 	pending []Output // outputs not yet taken by a test
 }
 
-func newHarness(t testing.TB, cfg ServerConfig) *srvHarness {
+// harnessT is what the harness needs of a *testing.T or a *rapid.T.
+type harnessT interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+func newHarness(t harnessT, cfg ServerConfig) *srvHarness {
 	t.Helper()
 	s := NewServer(cfg)
 	s.checkEvery = true
