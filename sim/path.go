@@ -82,6 +82,12 @@ func validateClientPath(path string, sequential bool) bool {
 	if !sequential && path[n-1] == '/' {
 		return false
 	}
+	// prevWidth is the width of the rune before i, 0 at the first:
+	// go-zookeeper looks for the '/' after a '.' at i+prevWidth, so a "."
+	// that is the first name and is followed by more ("/./x") gets past
+	// it (measured against 3.8.0: create "/./x" reaches the server and
+	// fails there with NONODE, "/../x" is refused by the client).
+	prevWidth := 0
 	for i := 1; i < n; {
 		r, width := utf8.DecodeRuneInString(path[i:])
 		switch {
@@ -98,7 +104,7 @@ func validateClientPath(path string, sequential bool) bool {
 				start = i - 1
 			}
 			if path[start-1] == '/' {
-				if i+1 == n || path[i+1] == '/' {
+				if i+1 == n || path[i+prevWidth] == '/' {
 					return false
 				}
 			}
@@ -106,6 +112,7 @@ func validateClientPath(path string, sequential bool) bool {
 			return false
 		}
 		i += width
+		prevWidth = width
 	}
 	return true
 }
