@@ -331,7 +331,8 @@ func (c *Client) flushUnsent(err error) {
 	}
 }
 
-func (p *pending) isDone() bool { return p.done }
+// ready makes a pending request the waiter of the task that sent it.
+func (p *pending) ready() bool { return p.done }
 
 func (p *pending) fail(err error) {
 	p.done = true
@@ -527,7 +528,7 @@ func (c *Client) Close() {
 		}
 	})
 	if c.w.current != nil {
-		c.w.block(func() bool { return c.closed })
+		c.w.block(cond(func() bool { return c.closed }))
 		c.w.stop(giveUp)
 	}
 }
@@ -555,7 +556,7 @@ func (c *Client) crash() {
 	for _, t := range c.tasks {
 		if !t.done {
 			t.killed = true
-			t.ready = func() bool { return true }
+			t.ready = always
 		}
 	}
 	c.w.freeze(c) // its timers never fire again

@@ -64,7 +64,7 @@ func (c *Client) do(ctx context.Context, req Request, onReply func(error)) (Resp
 	} else {
 		c.unsent = append(c.unsent, p)
 	}
-	c.w.block(p.isDone)
+	c.w.block(p)
 	if p.err != nil {
 		return Response{}, p.err
 	}
@@ -408,7 +408,7 @@ func (c *Client) WaitSession(ctx context.Context, seen recipes.Session) (recipes
 	if c.closed && c.generation == seen.Generation {
 		return c.Session(), zk.ErrClosing // nothing will change any more
 	}
-	c.w.block(func() bool { return c.generation != seen.Generation || ctx.Err() != nil || c.crashed || c.closed })
+	c.w.block(cond(func() bool { return c.generation != seen.Generation || ctx.Err() != nil || c.crashed || c.closed }))
 	if c.generation == seen.Generation {
 		if err := ctx.Err(); err != nil {
 			return c.Session(), err
@@ -428,7 +428,7 @@ func (c *Client) Wait(ctx context.Context, watches ...<-chan zk.Event) (zk.Event
 	}
 	var got zk.Event
 	fired := false
-	c.w.block(func() bool {
+	c.w.block(cond(func() bool {
 		if fired {
 			return true
 		}
@@ -443,7 +443,7 @@ func (c *Client) Wait(ctx context.Context, watches ...<-chan zk.Event) (zk.Event
 			}
 		}
 		return ctx.Err() != nil || c.crashed
-	})
+	}))
 	if fired {
 		return got, nil
 	}
@@ -464,7 +464,7 @@ func (c *Client) Sleep(ctx context.Context, d time.Duration) error {
 	}
 	woke := false
 	t := c.w.after(int64(d), c, "sleep", func() { woke = true })
-	c.w.block(func() bool { return woke || ctx.Err() != nil || c.crashed })
+	c.w.block(cond(func() bool { return woke || ctx.Err() != nil || c.crashed }))
 	c.w.stop(t)
 	if woke {
 		return nil

@@ -30,7 +30,11 @@ const (
 	// FaultCrash kills the client's process: its tasks end, its connection
 	// breaks, and its session lives on until it expires.
 	FaultCrash FaultKind = "crash"
-	// FaultExpire expires the client's session on the server now.
+	// FaultExpire expires the client's session on the server now. A real
+	// server expires only a session it has stopped hearing from, so the
+	// server first drops the session's connection without a word: the
+	// client learns of the expiry when it reconnects, as a real client
+	// does, and sees none of the events of its own session's close.
 	FaultExpire FaultKind = "expire"
 	// FaultRestart restarts the server, which is down for Duration; data
 	// and sessions survive, connections do not.
@@ -135,8 +139,8 @@ func (w *World) Inject(f Fault) error {
 	case FaultCrash:
 		c.crash()
 	case FaultExpire:
-		if c.sessionID != 0 {
-			w.server.ExpireSession(w.nowMs(), c.sessionID)
+		if c.sessionID != 0 && w.server.ExpireSession(w.nowMs(), c.sessionID) && c.conn != nil {
+			w.reset(c.conn, "the server expired the session")
 		}
 	case FaultRestart:
 		w.serverUp = false

@@ -131,7 +131,7 @@ func (w *World) enumerate() []Step {
 		if !t.killed && t.client != nil && (t.client.paused() || t.client.crashed) {
 			continue
 		}
-		if t.ready() {
+		if t.ready.ready() {
 			e = append(e, Step{Kind: StepRunTask, Client: t.client.number(), Task: t.name, task: t})
 		}
 	}

@@ -109,17 +109,23 @@ func (w *World) thaw(c *Client) {
 // dueTimers appends the timers whose time has come, in (time, creation)
 // order.
 func (w *World) dueTimers(out []*timer) []*timer {
+	if len(w.timers) == 0 || w.timers[0].atNs > w.nowNs {
+		return out // the common case: time moves only when nothing else can happen
+	}
 	start := len(out)
-	var walk func(i int)
-	walk = func(i int) {
+	// Walk the heap from the root; a node later than now has no earlier
+	// descendants.
+	stack := append(w.walkBuf[:0], 0)
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
 		if i >= len(w.timers) || w.timers[i].atNs > w.nowNs {
-			return
+			continue
 		}
 		out = append(out, w.timers[i])
-		walk(2*i + 1)
-		walk(2*i + 2)
+		stack = append(stack, 2*i+2, 2*i+1)
 	}
-	walk(0)
+	w.walkBuf = stack
 	due := out[start:]
 	if len(due) > 1 {
 		sortTimers(due)

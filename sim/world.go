@@ -64,12 +64,12 @@ type World struct {
 	timers   timerHeap
 	timerSeq uint64
 
-	tasks   []*task // live tasks, in creation order
-	live    int
-	clients []*Client
+	tasks       []*task // live tasks, in creation order
+	live        int
+	clients     []*Client
 	conns       []*netConn // open connections, in creation order
 	connsClosed bool       // some connection may be ready to forget
-	connSeq ConnID
+	connSeq     ConnID
 
 	current  *task // the task holding the baton, nil for the Run caller
 	main     *task // the Run caller, as a pseudo-task
@@ -83,6 +83,7 @@ type World struct {
 	history  history
 	enabled  []Step
 	dueBuf   []*timer
+	walkBuf  []int
 	serverUp bool
 }
 
@@ -132,7 +133,7 @@ type task struct {
 	name     string
 	client   *Client // the client whose process it belongs to; nil for none
 	resume   chan struct{}
-	ready    func() bool // nil while runnable or running
+	ready    waiter // nil while runnable or running
 	done     bool
 	killed   bool
 	finished bool // fn returned normally
@@ -146,7 +147,7 @@ func (w *World) Go(c *Client, name string, fn func(ctx context.Context)) {
 		panic("sim: Go on a closed world")
 	}
 	t := &task{id: len(w.tasks) + 1, name: name, client: c, resume: make(chan struct{}, 1)}
-	t.ready = func() bool { return true }
+	t.ready = always
 	w.tasks = append(w.tasks, t)
 	w.live++
 	if c != nil {
@@ -194,9 +195,20 @@ func (w *World) fail(err error) {
 	}
 }
 
+// A waiter says whether a blocked task may run again.
+type waiter interface{ ready() bool }
+
+// cond is a waiter from a function.
+type cond func() bool
+
+func (f cond) ready() bool { return f() }
+
+// always is the waiter of a task that may run at once.
+var always = cond(func() bool { return true })
+
 // block parks the running task until ready reports true, running the
 // scheduler on this goroutine in the meantime.
-func (w *World) block(ready func() bool) {
+func (w *World) block(ready waiter) {
 	t := w.current
 	if t == nil {
 		panic("sim: a blocking call outside a simulated task (use World.Go)")
@@ -204,7 +216,7 @@ func (w *World) block(ready func() bool) {
 	if t.killed {
 		runtime.Goexit()
 	}
-	if ready() {
+	if ready.ready() {
 		return
 	}
 	t.ready = ready
@@ -242,7 +254,7 @@ func (w *World) runUntil(stop func() bool) error {
 	}
 	w.running = true
 	w.stopErr = nil
-	w.main.ready = func() bool { return w.stopErr != nil || stop() }
+	w.main.ready = cond(func() bool { return w.stopErr != nil || stop() })
 	w.current = nil
 	w.schedule(w.main)
 	w.running = false
@@ -264,7 +276,7 @@ func (w *World) liveTasks() int { return w.live }
 // does.
 func (w *World) schedule(self *task) {
 	for {
-		if w.main.ready != nil && w.main.ready() {
+		if w.main.ready != nil && w.main.ready.ready() {
 			w.handoff(self, w.main)
 			return
 		}
@@ -377,7 +389,7 @@ func (w *World) Close() {
 	w.closed = true
 	// Any goroutine that enters the scheduler from now on hands the baton
 	// straight back to the caller of Close.
-	w.main.ready = func() bool { return true }
+	w.main.ready = always
 	w.running = true
 	for _, t := range slices.Clone(w.tasks) {
 		if t.done {
