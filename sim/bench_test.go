@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 // deciding every step, trace off. It reports operations per second of
 // wall time (ops/s).
 func BenchmarkSimThroughput(b *testing.B) {
-	w := New(Config{Seed: 1})
+	w := New(Config{Seed: 1, MaxSteps: math.MaxUint64})
 	defer w.Close()
 	c, err := w.NewClient(ClientConfig{SessionTimeout: 10 * time.Second})
 	if err != nil {
@@ -61,7 +62,7 @@ func BenchmarkSimThroughput(b *testing.B) {
 // goroutines and the watch path, which the single-client benchmark does
 // not exercise. One op is one acquisition and release.
 func BenchmarkContendedLockCycle(b *testing.B) {
-	w := New(Config{Seed: 1})
+	w := New(Config{Seed: 1, MaxSteps: math.MaxUint64})
 	defer w.Close()
 	var clients []*Client
 	for range 5 {

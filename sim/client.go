@@ -87,6 +87,7 @@ type Client struct {
 
 	unsent   []*pending
 	inflight []*pending
+	free     []*pending // finished request records, for reuse
 
 	watchers   map[watchKey][]chan zk.Event
 	watchOrder []watchKey
@@ -328,6 +329,24 @@ func (c *Client) flushUnsent(err error) {
 	c.unsent = nil
 	for _, p := range unsent {
 		p.fail(err)
+	}
+}
+
+// newPending takes a request record from the client's free list: a call
+// allocates nothing for its bookkeeping in the steady state.
+func (c *Client) newPending() *pending {
+	if n := len(c.free); n > 0 {
+		p := c.free[n-1]
+		c.free = c.free[:n-1]
+		return p
+	}
+	return &pending{}
+}
+
+func (c *Client) freePending(p *pending) {
+	*p = pending{}
+	if len(c.free) < 64 {
+		c.free = append(c.free, p)
 	}
 }
 

@@ -57,7 +57,8 @@ func (c *Client) do(ctx context.Context, req Request, onReply func(error)) (Resp
 	if err := c.callable(ctx); err != nil {
 		return Response{}, err
 	}
-	p := &pending{req: req, onReply: onReply}
+	p := c.newPending()
+	p.req, p.onReply = req, onReply
 	p.req.Xid = c.nextXid()
 	if c.authed {
 		c.transmit(p)
@@ -65,10 +66,14 @@ func (c *Client) do(ctx context.Context, req Request, onReply func(error)) (Resp
 		c.unsent = append(c.unsent, p)
 	}
 	c.w.block(p)
-	if p.err != nil {
-		return Response{}, p.err
+	// Done: nothing refers to p any more (it left inflight or unsent when
+	// it completed), so it can serve the next call.
+	resp, err := p.resp, p.err
+	c.freePending(p)
+	if err != nil {
+		return Response{}, err
 	}
-	return p.resp, p.resp.Err.Error()
+	return resp, resp.Err.Error()
 }
 
 // begin records the invocation of an operation in the history, when the

@@ -141,7 +141,10 @@ type Server struct {
 	nextContainer int64   // when the ContainerManager runs next
 	closingQueue  []int64 // expired sessions whose closeSession has not been applied yet
 	outputs       []Output
-	overlay       overlay // reused by every write: the ChangeRecords of one transaction
+	txn           txn             // the transaction being applied
+	overlay       overlay         // reused by every write: the ChangeRecords of one transaction
+	records       [8]changeRecord // the overlay's records, reused by every write
+	recordsUsed   int
 	acls          *aclTable
 	expiringNodes int  // containers and TTL nodes, which the ContainerManager sweeps
 	checkEvery    bool // check the whole tree after every transaction, not only what it touched
@@ -630,9 +633,15 @@ type pendingEvent struct {
 	typ  zk.EventType
 }
 
+// begin starts a transaction. Transactions never overlap, so the server
+// reuses one record for all of them.
 func (s *Server) begin() *txn {
 	s.lastZxid++
-	return &txn{zxid: s.lastZxid}
+	t := &s.txn
+	t.zxid = s.lastZxid
+	t.touched = t.touched[:0]
+	t.events = t.events[:0]
+	return t
 }
 
 // commit fires the transaction's watches, in the order its changes were
@@ -658,6 +667,7 @@ func (s *Server) commit(t *txn) {
 // failing multi never touches the tree.
 type changeRecord struct {
 	path        string
+	node        *znode // the node as the transaction found it, nil if there was none
 	exists      bool
 	version     int32
 	cversion    int32
@@ -672,15 +682,25 @@ type changeRecord struct {
 // creates in one multi got the same suffix).
 type overlay []*changeRecord
 
+// record returns the overlay's record of path, making it from the tree on
+// first sight. Records come from a fixed array the server reuses (it never
+// moves, so the pointers stay good), and from the heap past its size.
 func (s *Server) record(o *overlay, path string) *changeRecord {
 	for _, r := range *o {
 		if r.path == path {
 			return r
 		}
 	}
-	r := &changeRecord{path: path}
+	var r *changeRecord
+	if s.recordsUsed < len(s.records) {
+		r = &s.records[s.recordsUsed]
+		s.recordsUsed++
+	} else {
+		r = new(changeRecord)
+	}
+	*r = changeRecord{path: path}
 	if n := s.nodes[path]; n != nil {
-		*r = changeRecord{path: path, exists: true, version: n.version, cversion: n.cversion, numChildren: n.numChildren(), owner: n.ephemeralOwner}
+		*r = changeRecord{path: path, node: n, exists: true, version: n.version, cversion: n.cversion, numChildren: n.numChildren(), owner: n.ephemeralOwner}
 	}
 	*o = append(*o, r)
 	return r
@@ -715,7 +735,7 @@ func (s *Server) validate(sess *serverSession, req Request, o *overlay) (write, 
 		// The parent's DELETE permission is checked before the node is
 		// looked up (measured on 3.8.0: deleting a missing child of a node
 		// without DELETE gives NOAUTH).
-		if !s.acls.allows(s.nodes[parentPath], zk.PermDelete) {
+		if !s.acls.allows(parent.node, zk.PermDelete) {
 			return write{}, CodeNoAuth
 		}
 		n := s.record(o, req.Path)
@@ -743,7 +763,7 @@ func (s *Server) validate(sess *serverSession, req Request, o *overlay) (write, 
 		if req.Op == OpSetData {
 			perm = zk.PermWrite
 		}
-		if !s.acls.allows(s.nodes[req.Path], perm) {
+		if !s.acls.allows(n.node, perm) {
 			return write{}, CodeNoAuth
 		}
 		if req.Version != -1 && req.Version != n.version {
@@ -801,7 +821,7 @@ func (s *Server) validateCreate(sess *serverSession, req Request, o *overlay) (w
 	if !parent.exists {
 		return write{}, CodeNoNode
 	}
-	if !s.acls.allows(s.nodes[parentPath], zk.PermCreate) {
+	if !s.acls.allows(parent.node, zk.PermCreate) {
 		return write{}, CodeNoAuth
 	}
 	path := req.Path
@@ -871,6 +891,7 @@ func (s *Server) apply(nowMs int64, sess *serverSession, w write, t *txn) Respon
 // zxid of its own.
 func (s *Server) writeOne(nowMs int64, sess *serverSession, req Request, t *txn) Response {
 	o := s.overlay[:0]
+	s.recordsUsed = 0
 	defer func() { s.overlay = o[:0] }()
 	w, code := s.validate(sess, req, &o)
 	if code != CodeOK {
@@ -885,6 +906,7 @@ func (s *Server) writeOne(nowMs int64, sess *serverSession, req Request, t *txn)
 // (PrepRequestProcessor and DataTree.processTxn for OpCode.multi).
 func (s *Server) multi(nowMs int64, sess *serverSession, req Request, t *txn) Response {
 	o := s.overlay[:0]
+	s.recordsUsed = 0
 	defer func() { s.overlay = o[:0] }()
 	writes := make([]write, len(req.Ops))
 	results := make([]MultiResult, len(req.Ops))
