@@ -7,17 +7,18 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zklab/zklab/recipes"
-	"github.com/zklab/zklab/sim"
 )
 
 func init() {
 	register(command{
 		name:    "herd",
 		summary: "count the herd effect: watch notifications per release, herd recipe beside no-herd recipe",
-		usage: `Usage: zklab herd [--recipe NAME[,NAME...]] [--clients LIST] [--json] [--html OUT]
+		usage: `Usage: zklab herd [--recipe NAME[,NAME...]] [--clients LIST] [--json] [--html OUT] [--zk HOST:PORT]
 
 Queues N clients on one lock (one holding, N-1 waiting) and releases it
 once every waiter is blocked again, until all have held it; counts the watch
@@ -51,6 +52,7 @@ func runHerd(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout")
 	htmlOut := fs.String("html", "", "write a self-contained HTML plot to this file")
 	seed := fs.Uint64("seed", 1, "simulation seed")
+	zkServers := fs.String("zk", "", "run on a real ZooKeeper at HOST:PORT[,HOST:PORT...] instead of the simulator")
 	if err := parseFlags(fs, c, args, stdout); err != nil {
 		return err
 	}
@@ -79,10 +81,17 @@ func runHerd(args []string, stdout, stderr io.Writer) error {
 		return usagef("--clients names no client count")
 	}
 	var results []herdResult
+	where := "simulator"
 	for _, n := range counts {
 		for _, name := range names {
 			start := time.Now()
-			r, err := herdOnSim(name, n, *seed)
+			b, err := newBackend(*zkServers, *seed)
+			if err != nil {
+				return err
+			}
+			where = b.Name()
+			r, err := herdRun(b, name, n)
+			b.Close()
 			if err != nil {
 				return err
 			}
@@ -98,7 +107,10 @@ func runHerd(args []string, stdout, stderr io.Writer) error {
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"backend": "simulator", "seed": *seed, "results": results})
+		return enc.Encode(map[string]any{"backend": where, "seed": *seed, "results": results})
+	}
+	if *zkServers != "" {
+		fmt.Fprintf(stdout, "on %s (figures vary from run to run: a waiter may not have set its watch again before the next release)\n\n", where)
 	}
 	printHerdTable(stdout, results)
 	return nil
@@ -106,63 +118,81 @@ func runHerd(args []string, stdout, stderr io.Writer) error {
 
 // herdOnSim runs the herd workload on the simulator.
 func herdOnSim(name string, n int, seed uint64) (herdResult, error) {
+	b, _ := newBackend("", seed)
+	defer b.Close()
+	return herdRun(b, name, n)
+}
+
+// herdRun queues n clients on one lock (one holding, n-1 waiting); each
+// holder releases only once every client still waiting is blocked in Wait
+// again; it counts from the first release until all have held the lock.
+// This is the workload of the recipes' herd test.
+func herdRun(b backend, name string, n int) (herdResult, error) {
 	r, _ := recipes.Lookup(name)
-	w := sim.New(sim.Config{Seed: seed})
-	defer w.Close()
 	stats := &herdStats{}
-	granted := 0
-	var base herdStats
+	var granted atomic.Int64
+	var base herdCounts
+	var mu sync.Mutex
 	var failure error
-	const dir = "/locks/herd"
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failure == nil {
+			failure = err
+		}
+	}
+	dir := b.Root() + "/locks/herd"
 	for i := range n {
-		c, err := w.NewClient(sim.ClientConfig{SessionTimeout: 10 * time.Second})
+		c, err := b.NewClient(10 * time.Second)
 		if err != nil {
-			return herdResult{}, err
+			return herdResult{}, fmt.Errorf("client %d: %w", i+1, err)
 		}
 		conn := probeConn{Conn: c, stats: stats}
 		lock := r.New(conn, dir, recipes.Options{})
-		w.Go(c, fmt.Sprint("client", i+1), func(ctx context.Context) {
+		b.Go(c, fmt.Sprint("client", i+1), func(ctx context.Context) {
 			// Queue in client order.
-			c.Sleep(ctx, time.Duration(i)*time.Millisecond)
+			c.Sleep(ctx, time.Duration(i)*10*time.Millisecond)
 			lease, err := lock.Acquire(ctx)
 			if err != nil {
-				failure = fmt.Errorf("client %d: acquire: %w", i+1, err)
+				fail(fmt.Errorf("client %d: acquire: %w", i+1, err))
 				return
 			}
-			granted++
+			held := granted.Add(1)
 			// Release only once every client still waiting waits again.
 			// The first sleep matters: a waiter may have an event pending,
-			// and a sleep ends only when every other task is blocked.
-			const pollsMax = 100_000
+			// and on the simulator a sleep ends only when every other task
+			// is blocked.
+			const pollsMax = 10_000
 			for k := 0; ; k++ {
 				c.Sleep(ctx, 10*time.Millisecond)
-				if stats.waiting >= n-granted {
+				if stats.waiting.Load() >= int64(n)-held {
 					break
 				}
 				if k == pollsMax {
-					failure = fmt.Errorf("%d of %d waiters blocked after %d polls", stats.waiting, n-granted, k)
+					fail(fmt.Errorf("%d of %d waiters blocked after %d polls", stats.waiting.Load(), int64(n)-held, k))
 					break
 				}
 			}
-			if granted == 1 {
-				base = *stats
+			if held == 1 {
+				base = stats.snapshot()
 			}
 			if err := lease.Release(ctx); err != nil {
-				failure = fmt.Errorf("client %d: release: %w", i+1, err)
+				fail(fmt.Errorf("client %d: release: %w", i+1, err))
 			}
 		})
 	}
-	if err := w.Run(); err != nil {
+	if err := b.Run(); err != nil {
 		return herdResult{}, fmt.Errorf("herd run of %s with %d clients: %w", name, n, err)
 	}
 	if failure != nil {
 		return herdResult{}, failure
 	}
+	end := stats.snapshot()
 	res := herdResult{
 		Recipe: name, Clients: n, Releases: n - 1,
-		Notifications: stats.notifications - base.notifications,
-		GetChildren:   stats.getChildren - base.getChildren,
-		BytesReturned: stats.bytes - base.bytes,
+		Notifications: int(end.notifications - base.notifications),
+		GetChildren:   int(end.getChildren - base.getChildren),
+		BytesReturned: int(end.bytes - base.bytes),
 	}
 	res.PerRelease = float64(res.Notifications) / float64(res.Releases)
 	return res, nil
