@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// zklab runs the CLI in this process and returns its exit code and output.
+func zklab(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./cmd/zklab -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (run with -update if the change is right):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// Every command's output is a golden file, and its exit code is checked.
+func TestCommands(t *testing.T) {
+	for _, tc := range []struct {
+		golden string
+		args   []string
+		code   int
+	}{
+		{"help.txt", []string{"--help"}, 0},
+		{"recipes.txt", []string{"recipes"}, 0},
+		{"herd.txt", []string{"herd", "--clients", "10,20"}, 0},
+		{"herd-json.txt", []string{"herd", "--clients", "5", "--recipe", "herd-rw-lock,rw-lock", "--json"}, 0},
+		{"tour.txt", []string{"tour"}, 0},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			code, out, errOut := zklab(t, tc.args...)
+			if code != tc.code {
+				t.Fatalf("zklab %s: exit %d, want %d; stderr:\n%s", strings.Join(tc.args, " "), code, tc.code, errOut)
+			}
+			if tc.golden == "herd-json.txt" {
+				out = scrubWallClock(out)
+			}
+			golden(t, tc.golden, out)
+		})
+	}
+}
+
+// scrubWallClock blanks the fields named for wall-clock time, the only
+// part of an output that may differ between runs of one seed.
+func scrubWallClock(s string) string {
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(s, "\n") {
+		if strings.Contains(line, `"wall_seconds"`) {
+			i := strings.Index(line, ":")
+			line = line[:i+1] + " X" + strings.TrimRight(line[i+1:], "0123456789.e-+ \n,") + trailing(line)
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+func trailing(line string) string {
+	if strings.HasSuffix(strings.TrimRight(line, "\n"), ",") {
+		return ",\n"
+	}
+	return "\n"
+}
+
+// Bad usage and bad input exit 2 with one line on stderr naming what is
+// wrong.
+func TestBadUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, ""},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"herd", "--recipe", "nope"}, `unknown recipe "nope"`},
+		{[]string{"herd", "--clients", "1"}, `--clients: "1" is not a client count`},
+		{[]string{"herd", "--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"herd", "--zk", "nohost"}, `--zk: "nohost" is not HOST:PORT`},
+		{[]string{"recipes", "extra"}, `unexpected argument "extra"`},
+		{[]string{"tour", "--x"}, "flag provided but not defined: -x"},
+	} {
+		code, _, errOut := zklab(t, tc.args...)
+		if code != 2 {
+			t.Errorf("zklab %s: exit %d, want 2", strings.Join(tc.args, " "), code)
+		}
+		if tc.want != "" && (!strings.Contains(errOut, tc.want) || strings.Count(errOut, "\n") != 1) {
+			t.Errorf("zklab %s: stderr %q, want one line containing %q", strings.Join(tc.args, " "), errOut, tc.want)
+		}
+	}
+}
+
+// --help on every command prints its usage and exits 0.
+func TestHelpEverywhere(t *testing.T) {
+	for _, c := range commands {
+		code, out, _ := zklab(t, c.name, "--help")
+		if code != 0 || !strings.HasPrefix(out, "Usage: zklab "+c.name) {
+			t.Errorf("zklab %s --help: exit %d, output %q", c.name, code, out)
+		}
+	}
+}
+
+// The same command with the same seed prints the same output, byte for
+// byte.
+func TestDeterministicOutput(t *testing.T) {
+	for _, args := range [][]string{
+		{"herd", "--clients", "10", "--seed", "7"},
+		{"tour"},
+	} {
+		_, a, _ := zklab(t, args...)
+		_, b, _ := zklab(t, args...)
+		if a != b {
+			t.Errorf("zklab %s printed different output on two runs", strings.Join(args, " "))
+		}
+	}
+}
