@@ -8,11 +8,15 @@ GO ?= go
 test: deps vet
 	$(GO) test -race -count=1 ./...
 
-# deps installs Debian's zookeeper (for the real-server tests) when missing.
+# deps installs what the tests need when it is missing: Debian's
+# zookeeper (the real-server tests) and chromium (the HTML report tests).
 deps:
-	@if [ ! -x /usr/share/zookeeper/bin/zkServer.sh ]; then \
-		echo "installing Debian's zookeeper"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper >/dev/null; \
+	@missing=""; \
+	[ -x /usr/share/zookeeper/bin/zkServer.sh ] || missing="$$missing zookeeper"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
 vet:
