@@ -436,3 +436,21 @@ func TestBadInput(t *testing.T) {
 	})
 	run(t, w)
 }
+
+// RunFor stops virtual time exactly at its end, though the next timer (a
+// ping) is later.
+func TestRunForStopsOnTime(t *testing.T) {
+	w, _ := newWorld(t, 13, 1, 10*time.Second)
+	if err := w.RunFor(1500 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if w.Now() != 1500*time.Millisecond {
+		t.Fatalf("after RunFor(1.5s) the time is %v", w.Now())
+	}
+	if err := w.RunFor(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if w.Now() != time.Hour+1500*time.Millisecond {
+		t.Fatalf("after another hour the time is %v", w.Now())
+	}
+}

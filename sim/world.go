@@ -59,10 +59,11 @@ type World struct {
 	strategy Strategy
 	server   *Server
 
-	nowNs    int64
-	step     uint64
-	timers   timerHeap
-	timerSeq uint64
+	nowNs     int64
+	horizonNs int64 // RunFor's end: time does not jump past it
+	step      uint64
+	timers    timerHeap
+	timerSeq  uint64
 
 	tasks       []*task // live tasks, in creation order
 	live        int
@@ -118,7 +119,7 @@ func (w *World) Server() *Server { return w.server }
 // Now is the virtual time since the world began.
 func (w *World) Now() time.Duration { return time.Duration(w.nowNs) }
 
-// Step is the number of steps taken so far.
+// StepCount is the number of steps taken so far.
 func (w *World) StepCount() uint64 { return w.step }
 
 // Rand is the world's seeded source. Draw from it only inside the
@@ -233,10 +234,12 @@ func (w *World) Run() error {
 	return w.runUntil(func() bool { return w.liveTasks() == 0 })
 }
 
-// RunFor runs the world for d of virtual time, or until every task has
-// finished and nothing is due before then.
+// RunFor runs the world for exactly d of virtual time: time stops at the
+// end even if the next timer is later.
 func (w *World) RunFor(d time.Duration) error {
 	until := w.nowNs + int64(d)
+	w.horizonNs = until
+	defer func() { w.horizonNs = 0 }()
 	err := w.runUntil(func() bool { return w.nowNs >= until })
 	if errors.Is(err, ErrDeadlock) {
 		w.nowNs = until
@@ -365,6 +368,9 @@ func (w *World) advanceTime() bool {
 	}
 	if nf, ok := w.nextFaultTime(); ok && (next < 0 || nf < next) {
 		next = nf
+	}
+	if w.horizonNs > w.nowNs && (next < 0 || w.horizonNs < next) {
+		next = w.horizonNs // RunFor ends here
 	}
 	if next < 0 {
 		return false
