@@ -372,7 +372,9 @@ func (c *Client) transmit(p *pending) {
 	}
 	c.inflight = append(c.inflight, p)
 	c.w.sendToServer(c.conn, wireMsg{kind: wireRequest, req: &p.req})
-	c.w.emit(Event{Kind: "send", Client: c.id, Session: c.sessionID, Op: p.req.Op.String(), Xid: p.req.Xid, Path: p.req.Path})
+	if c.w.trace.on() {
+		c.w.emit(Event{Kind: "send", Client: c.id, Session: c.sessionID, Op: p.req.Op.String(), Xid: p.req.Xid, Path: p.req.Path})
+	}
 }
 
 func (c *Client) handleReply(r Response) {
@@ -390,11 +392,13 @@ func (c *Client) handleReply(r Response) {
 	p := c.inflight[i]
 	c.inflight = slices.Delete(c.inflight, i, i+1)
 	err := r.Err.Error()
-	errText := ""
-	if err != nil {
-		errText = err.Error()
+	if c.w.trace.on() {
+		e := Event{Kind: "recv", Client: c.id, Session: c.sessionID, Op: p.req.Op.String(), Xid: r.Xid, Zxid: r.Zxid}
+		if err != nil {
+			e.Err = err.Error()
+		}
+		c.w.emit(e)
 	}
-	c.w.emit(Event{Kind: "recv", Client: c.id, Session: c.sessionID, Op: p.req.Op.String(), Xid: r.Xid, Zxid: r.Zxid, Err: errText})
 	if p.onReply != nil {
 		p.onReply(err)
 	}

@@ -199,7 +199,9 @@ func (w *World) deliverToServer(conn *netConn) {
 			w.reset(conn, "request dropped")
 			return
 		}
-		w.emit(Event{Kind: "apply", Client: c.number(), Session: c.sessionID, Op: m.req.Op.String(), Xid: m.req.Xid, Path: m.req.Path})
+		if w.trace.on() {
+			w.emit(Event{Kind: "apply", Client: c.number(), Session: c.sessionID, Op: m.req.Op.String(), Xid: m.req.Xid, Path: m.req.Path})
+		}
 		w.server.Receive(w.nowMs(), conn.id, *m.req)
 	case wireFin:
 		w.server.Disconnect(conn.id)
