@@ -1,0 +1,544 @@
+package scenarios
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/zklab/zklab/model"
+	"github.com/zklab/zklab/sim"
+)
+
+// The checks, by name.
+const (
+	// CheckRun fails when the run itself went wrong: a task panicked, or
+	// the step limit was reached.
+	CheckRun = "run"
+	// CheckLock is the linearizability of the lock (porcupine, against
+	// the mutex, read/write or semaphore model): acquires as the clients
+	// saw them, each lease ending where ZooKeeper removed it (its release
+	// or its session's end).
+	CheckLock = "lock-linearizable"
+	// CheckStore is the linearizability of the protected store (porcupine,
+	// against model.Store or model.FencedStore).
+	CheckStore = "store-linearizable"
+	// CheckZKHolders is at most one holder (N for a semaphore, readers
+	// together for a read/write lock) in ZooKeeper's view at any step: a
+	// lease counts from its acquire's return to the deletion of its lock
+	// node or the end of its session on the server.
+	CheckZKHolders = "zk-holders"
+	// CheckSplitBrain is at most one client believing it holds the lock
+	// at any step: a belief lasts from the acquire's return to the
+	// release's call (or the client's crash). Pauses and partitions
+	// longer than the session timeout make it fail even for a correct
+	// recipe; a fenced store stays safe. It is reported, and by default
+	// not counted as a violation.
+	CheckSplitBrain = "split-brain"
+	// CheckLiveness fails when a client has not finished its cycles a
+	// quiet period after the last fault plus the time the workload
+	// needs; it names the node the waiter is stuck behind and its owner.
+	CheckLiveness = "liveness"
+	// CheckDeadWatches fails when a client set an exists watch on a
+	// sequential node that was gone: it can never fire.
+	CheckDeadWatches = "dead-watches"
+	// CheckZnodes is the linearizability of the simulator's own history
+	// against model.Znode (RunOptions.Znodes).
+	CheckZnodes = "zk-linearizable"
+)
+
+// CheckNames lists every check, in the order a verdict shows them.
+var CheckNames = []string{CheckRun, CheckLock, CheckStore, CheckZKHolders, CheckSplitBrain, CheckLiveness, CheckDeadWatches, CheckZnodes}
+
+// DefaultViolations are the checks whose failure makes a run a failure
+// for exploration and for Test: all but split-brain, which a correct
+// recipe shows under long pauses (the fenced store is what must stay
+// safe then).
+var DefaultViolations = []string{CheckRun, CheckLock, CheckStore, CheckZKHolders, CheckLiveness, CheckDeadWatches, CheckZnodes}
+
+// herdFigureNames are the herd figures, as "expect herd.NAME N" names
+// them.
+var herdFigureNames = []string{"notifications", "releases", "children-calls", "bytes-returned"}
+
+// CheckResult is the outcome of one check, with what a person needs to
+// see why.
+type CheckResult struct {
+	Name    string
+	Outcome Outcome
+	Detail  string
+}
+
+// Herd holds the herd figures of a run.
+type Herd struct {
+	// Notifications counts the watch notifications the clients received
+	// (not counting NotWatching).
+	Notifications int64
+	// Releases counts the leases that ended (released or lost).
+	Releases int64
+	// ChildrenCalls counts getChildren calls of the recipe.
+	ChildrenCalls int64
+	// BytesReturned counts the bytes of names and data the recipe's reads
+	// returned.
+	BytesReturned int64
+}
+
+// PerRelease is the notifications per release.
+func (h Herd) PerRelease() float64 {
+	if h.Releases == 0 {
+		return 0
+	}
+	return float64(h.Notifications) / float64(h.Releases)
+}
+
+func (h Herd) figure(name string) int64 {
+	switch name {
+	case "notifications":
+		return h.Notifications
+	case "releases":
+		return h.Releases
+	case "children-calls":
+		return h.ChildrenCalls
+	case "bytes-returned":
+		return h.BytesReturned
+	}
+	return -1
+}
+
+// Verdict is the checks of one run.
+type Verdict struct {
+	// Title says what ran: the recipe, clients, cycles and store.
+	Title  string
+	Checks []CheckResult
+	Herd   Herd
+	Steps  uint64
+	Time   time.Duration
+}
+
+// Check returns the result of the named check.
+func (v *Verdict) Check(name string) CheckResult {
+	for _, c := range v.Checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	return CheckResult{Name: name, Outcome: Skipped}
+}
+
+// Violations returns the failed checks among names (DefaultViolations
+// if nil).
+func (v *Verdict) Violations(names []string) []CheckResult {
+	if names == nil {
+		names = DefaultViolations
+	}
+	var out []CheckResult
+	for _, c := range v.Checks {
+		if c.Outcome == Fail && slices.Contains(names, c.Name) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Failed reports whether a check of DefaultViolations failed.
+func (v *Verdict) Failed() bool { return len(v.Violations(nil)) > 0 }
+
+// String renders the verdict for a person: one line per check.
+func (v *Verdict) String() string {
+	var b strings.Builder
+	status := "PASS"
+	switch {
+	case v.Failed():
+		status = "FAIL"
+	case slices.ContainsFunc(v.Checks, func(c CheckResult) bool { return c.Outcome == Unknown }):
+		status = "UNKNOWN"
+	}
+	fmt.Fprintf(&b, "verdict: %s  %s; %d steps, %v virtual\n", status, v.Title, v.Steps, v.Time.Round(time.Millisecond))
+	for _, c := range v.Checks {
+		line := fmt.Sprintf("  %-19s %-7s", c.Name, c.Outcome)
+		if c.Detail != "" {
+			line += " " + strings.ReplaceAll(c.Detail, "\n", "\n"+strings.Repeat(" ", 30))
+		}
+		b.WriteString(strings.TrimRight(line, " ") + "\n")
+	}
+	h := v.Herd
+	fmt.Fprintf(&b, "  %-19s notifications=%d releases=%d (%.1f per release) children-calls=%d bytes-returned=%d\n",
+		"herd", h.Notifications, h.Releases, h.PerRelease(), h.ChildrenCalls, h.BytesReturned)
+	return b.String()
+}
+
+// Expectations compares the verdict with expected outcomes and returns
+// one line per mismatch.
+func (v *Verdict) Expectations(exp []Expectation) []string {
+	var bad []string
+	for _, e := range exp {
+		if name, ok := strings.CutPrefix(e.Check, "herd."); ok {
+			if got := v.Herd.figure(name); got != e.Figure {
+				bad = append(bad, fmt.Sprintf("expect %s: got %d", e, got))
+			}
+			continue
+		}
+		if got := v.Check(e.Check); got.Outcome != e.Outcome {
+			bad = append(bad, fmt.Sprintf("expect %s: got %s %s", e, got.Outcome, got.Detail))
+		}
+	}
+	return bad
+}
+
+func (r *runner) check(znodeOps []sim.Operation, lastStep uint64) *Verdict {
+	sc := r.sc
+	v := &Verdict{
+		Title: fmt.Sprintf("%s, %d clients × %d cycles, %s store", sc.Recipe, sc.Clients, sc.Cycles, sc.Store),
+		Steps: lastStep,
+		Time:  r.w.Now(),
+	}
+	timeout := r.opts.CheckTimeout
+	if timeout == 0 {
+		timeout = 2 * time.Second
+	}
+	runRes := CheckResult{Name: CheckRun, Outcome: Pass}
+	if r.runErr != nil {
+		runRes = CheckResult{Name: CheckRun, Outcome: Fail, Detail: firstLines(r.runErr.Error(), 12)}
+	}
+	v.Checks = append(v.Checks, runRes, r.checkLock(timeout), r.checkStore(timeout))
+	v.Checks = append(v.Checks, r.checkOverlap(CheckZKHolders, lastStep), r.checkOverlap(CheckSplitBrain, lastStep))
+	v.Checks = append(v.Checks, r.checkLiveness(), r.checkDeadWatches())
+	if r.opts.Znodes {
+		v.Checks = append(v.Checks, checkZnodes(znodeOps, r.obs, lastStep, timeout))
+	} else {
+		v.Checks = append(v.Checks, CheckResult{Name: CheckZnodes, Outcome: Skipped})
+	}
+	v.Herd = Herd{
+		Notifications: r.obs.notifications,
+		ChildrenCalls: r.obs.childrenCalls,
+		BytesReturned: r.obs.bytesReturned,
+	}
+	for _, l := range r.hist.locks {
+		if l.granted {
+			if _, ok := r.obs.zkEnd(l); ok {
+				v.Herd.Releases++
+			}
+		}
+	}
+	return v
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = append(lines[:n], "...")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func porcupineOutcome(res porcupine.CheckResult) Outcome {
+	switch res {
+	case porcupine.Ok:
+		return Pass
+	case porcupine.Illegal:
+		return Fail
+	}
+	return Unknown
+}
+
+func (r *runner) lockModel() porcupine.Model {
+	switch r.lockKind {
+	case "rwlock":
+		return model.RWLock()
+	case "semaphore":
+		return model.Semaphore(max(r.sc.Leases, 1))
+	}
+	return model.Mutex()
+}
+
+// checkLock checks the lock's history with porcupine. A lease's release
+// ends where ZooKeeper deleted its node or ended its session, which the
+// trace tells: a lost lease is not left open to infinity.
+func (r *runner) checkLock(timeout time.Duration) CheckResult {
+	var ops []porcupine.Operation
+	for _, l := range r.hist.locks {
+		if !l.returned {
+			continue // never answered: it changed nothing anyone saw
+		}
+		ops = append(ops, porcupine.Operation{
+			ClientId: l.client - 1,
+			Input:    model.LockInput{Kind: model.Acquire, Client: l.client, Shared: l.shared},
+			Output:   model.LockOutput{OK: l.granted, Token: l.token},
+			Call:     int64(l.acquireCall),
+			Return:   int64(l.acquireReturn),
+		})
+		if !l.granted {
+			continue
+		}
+		end, ok := r.obs.zkEnd(l)
+		if !ok {
+			continue // held to the end of the run
+		}
+		call := end
+		if l.releaseCalled && l.releaseCall < end {
+			call = l.releaseCall
+		}
+		ops = append(ops, porcupine.Operation{
+			ClientId: l.client - 1,
+			Input:    model.LockInput{Kind: model.Release, Client: l.client, Shared: l.shared},
+			Output:   model.LockOutput{OK: true},
+			Call:     int64(call),
+			Return:   int64(end),
+		})
+	}
+	res := porcupine.CheckOperationsTimeout(r.lockModel(), ops, timeout)
+	out := CheckResult{Name: CheckLock, Outcome: porcupineOutcome(res), Detail: fmt.Sprintf("%d operations", len(ops))}
+	if res == porcupine.Unknown {
+		out.Detail += fmt.Sprintf("; no answer within %v", timeout)
+	}
+	return out
+}
+
+// checkStore checks the store's history with porcupine: each critical
+// section is one update, from its read's call to its write's return.
+func (r *runner) checkStore(timeout time.Duration) CheckResult {
+	var ops []porcupine.Operation
+	for _, u := range r.hist.updates {
+		if !u.readDone {
+			continue // the read never happened
+		}
+		ret := u.readReturn
+		if u.wrote {
+			ret = u.writeReturn
+		}
+		ops = append(ops, porcupine.Operation{
+			ClientId: u.client - 1,
+			Input:    model.StoreInput{Client: u.client, Token: u.token, Wrote: u.wrote},
+			Output:   model.StoreOutput{Read: u.read, ReadOK: u.readOK, WriteOK: u.writeOK},
+			Call:     int64(u.readCall),
+			Return:   int64(ret),
+		})
+	}
+	m := model.Store()
+	if r.store.fenced {
+		m = model.FencedStore()
+	}
+	res := porcupine.CheckOperationsTimeout(m, ops, timeout)
+	out := CheckResult{Name: CheckStore, Outcome: porcupineOutcome(res)}
+	out.Detail = fmt.Sprintf("value %d after %d writes", r.store.value, r.store.writes)
+	if len(r.store.lost) > 0 {
+		lu := r.store.lost[0]
+		out.Detail += fmt.Sprintf("; %d lost updates, the first at step %d: c%d (token %#x) wrote %d over %d, having read %d (c%d's update lost)",
+			len(r.store.lost), lu.step, lu.client, lu.token, lu.read+1, lu.current, lu.read, lu.previous)
+	}
+	if res == porcupine.Unknown {
+		out.Detail += fmt.Sprintf("; no answer within %v", timeout)
+	}
+	return out
+}
+
+type span struct {
+	rec        *lockRec
+	start, end uint64 // [start, end)
+}
+
+// admits says whether the holders of a set may hold together.
+func (r *runner) admits(holders []span) bool {
+	writers, readers := 0, 0
+	for _, h := range holders {
+		if h.rec.shared {
+			readers++
+		} else {
+			writers++
+		}
+	}
+	switch r.lockKind {
+	case "rwlock":
+		return writers == 0 || (writers == 1 && readers == 0)
+	case "semaphore":
+		return writers <= max(r.sc.Leases, 1)
+	}
+	return writers+readers <= 1
+}
+
+// checkOverlap sweeps the leases' spans (ZooKeeper's view, or the
+// clients' belief) step by step and reports the first step at which the
+// holders are more than the lock admits.
+func (r *runner) checkOverlap(name string, lastStep uint64) CheckResult {
+	var spans []span
+	for _, l := range r.hist.locks {
+		if !l.granted {
+			continue
+		}
+		end, ok := uint64(0), false
+		if name == CheckZKHolders {
+			end, ok = r.obs.zkEnd(l)
+		} else {
+			if l.releaseCalled {
+				end, ok = l.releaseCall, true
+			} else if st, crashed := r.obs.crashStep[l.client]; crashed && st >= l.acquireReturn {
+				end, ok = st, true
+			}
+		}
+		if !ok {
+			end = lastStep + 1
+		}
+		spans = append(spans, span{rec: l, start: l.acquireReturn, end: end})
+	}
+	slices.SortStableFunc(spans, func(a, b span) int { return cmpUint(a.start, b.start) })
+	var active []span
+	for _, s := range spans {
+		active = slices.DeleteFunc(active, func(a span) bool { return a.end <= s.start })
+		active = append(active, s)
+		if !r.admits(active) {
+			var who []string
+			for _, a := range active {
+				who = append(who, fmt.Sprintf("c%d (token %#x, session %#x, from step %d)", a.rec.client, a.rec.token, a.rec.session, a.start))
+			}
+			what := "hold in ZooKeeper's view"
+			if name == CheckSplitBrain {
+				what = "believe they hold the lock"
+			}
+			return CheckResult{Name: name, Outcome: Fail, Detail: fmt.Sprintf("at step %d, %s %s", s.start, strings.Join(who, " and "), what)}
+		}
+	}
+	return CheckResult{Name: name, Outcome: Pass, Detail: fmt.Sprintf("%d leases", len(spans))}
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// checkLiveness names every client that did not finish its cycles in
+// time, what it was doing, and the node at the head of the lock's queue
+// with its owner.
+func (r *runner) checkLiveness() CheckResult {
+	var stuck []string
+	var waiters []int
+	for i := 1; i <= r.sc.Clients; i++ {
+		if r.done[i] || r.obs.crashed(i) {
+			continue
+		}
+		var last *lockRec
+		for _, l := range r.hist.locks {
+			if l.client == i {
+				last = l
+			}
+		}
+		switch {
+		case last != nil && !last.returned:
+			stuck = append(stuck, fmt.Sprintf("c%d waited for the lock from step %d (%v) to the end (%v)", i, last.acquireCall, last.acquireCallTime.Round(time.Millisecond), r.w.Now().Round(time.Millisecond)))
+			waiters = append(waiters, i)
+		case last != nil && last.releaseCalled && !last.releaseReturned:
+			stuck = append(stuck, fmt.Sprintf("c%d's release from step %d never returned", i, last.releaseCall))
+		default:
+			stuck = append(stuck, fmt.Sprintf("c%d did not finish its cycles", i))
+		}
+	}
+	if len(stuck) == 0 {
+		return CheckResult{Name: CheckLiveness, Outcome: Pass}
+	}
+	detail := strings.Join(stuck, "; ")
+	if blame := r.blame(waiters); blame != "" {
+		detail += "; " + blame
+	}
+	detail += fmt.Sprintf(" (the last fault ended at %v; quiet period %v, bound %v)", r.obs.lastFaultEnd.Round(time.Millisecond), r.quietPeriod(), r.bound())
+	return CheckResult{Name: CheckLiveness, Outcome: Fail, Detail: detail}
+}
+
+// blame names the node at the head of each queue of the lock's tree, as
+// the probe saw it, with its owner session and that session's client.
+func (r *runner) blame(waiters []int) string {
+	if !r.probed {
+		return ""
+	}
+	heads := map[string]probeNode{}
+	var dirs []string
+	for _, n := range r.probe {
+		if !n.isQueue {
+			continue
+		}
+		dir := n.path[:strings.LastIndexByte(n.path, '/')]
+		h, ok := heads[dir]
+		if !ok {
+			dirs = append(dirs, dir)
+		}
+		if !ok || seqOf(n.path) < seqOf(h.path) {
+			heads[dir] = n
+		}
+	}
+	if len(dirs) == 0 {
+		for _, n := range r.probe {
+			if n.owner != 0 || len(r.probe) == 1 {
+				return "the lock node is " + r.describeNode(n, waiters)
+			}
+		}
+		return "no lock node is left: the waiters wait on nothing"
+	}
+	var parts []string
+	for _, d := range dirs {
+		parts = append(parts, "queue head "+r.describeNode(heads[d], waiters))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func seqOf(p string) string { return p[len(p)-10:] }
+
+func (r *runner) describeNode(n probeNode, waiters []int) string {
+	if n.owner == 0 {
+		return fmt.Sprintf("%s is persistent (czxid %#x): no session end will remove it, orphaned", n.path, n.czxid)
+	}
+	client, known := r.obs.sessionClient[n.owner]
+	who := fmt.Sprintf("session %#x", n.owner)
+	if known {
+		who += fmt.Sprintf(" of c%d", client)
+	}
+	for _, l := range r.hist.locks {
+		if l.granted && !l.releaseCalled && slices.Contains(l.nodes, n.path) {
+			return fmt.Sprintf("%s is owned by %s, which holds it", n.path, who)
+		}
+	}
+	if known && slices.Contains(waiters, client) {
+		own := 0
+		for _, m := range r.probe {
+			if m.owner == n.owner && m.isQueue {
+				own++
+			}
+		}
+		if own > 1 {
+			return fmt.Sprintf("%s is owned by %s, the waiter's own session, which has %d nodes in the queue: an earlier one, orphaned (a create whose reply was lost), blocks the later", n.path, who, own)
+		}
+		return fmt.Sprintf("%s is owned by %s, the waiter itself, first in the queue: it waits on a watch that will not fire (lost wakeup)", n.path, who)
+	}
+	state := "alive"
+	if r.obs.crashed(client) {
+		state = "crashed, its session still open"
+	}
+	return fmt.Sprintf("%s is owned by %s (%s), which holds no lease: orphaned", n.path, who, state)
+}
+
+func (r *runner) checkDeadWatches() CheckResult {
+	d := r.obs.deadWatches
+	if len(d) == 0 {
+		return CheckResult{Name: CheckDeadWatches, Outcome: Pass}
+	}
+	return CheckResult{Name: CheckDeadWatches, Outcome: Fail, Detail: fmt.Sprintf("%d exists watches on sequential nodes already gone, the first by c%d on %s at step %d (%v)",
+		len(d), d[0].client, d[0].path, d[0].step, d[0].time.Round(time.Millisecond))}
+}
+
+func checkZnodes(ops []sim.Operation, obs *observer, lastStep uint64, timeout time.Duration) CheckResult {
+	// The observer keeps no trace events; give the FIN steps through a
+	// synthetic trace.
+	var trace []sim.Event
+	for _, f := range obs.fins {
+		trace = append(trace, sim.Event{Kind: "server", Client: f.client, Step: f.step, Detail: "closed by the client"})
+	}
+	hist := model.ZnodeOperations(ops, trace, lastStep)
+	res := porcupine.CheckOperationsTimeout(model.Znode(), hist, timeout)
+	out := CheckResult{Name: CheckZnodes, Outcome: porcupineOutcome(res), Detail: fmt.Sprintf("%d operations", len(hist))}
+	if res == porcupine.Unknown {
+		out.Detail += fmt.Sprintf("; no answer within %v", timeout)
+	}
+	return out
+}

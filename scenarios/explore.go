@@ -1,0 +1,409 @@
+package scenarios
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zklab/zklab/recipes"
+	"github.com/zklab/zklab/sim"
+	"pgregory.net/rapid"
+)
+
+// ExploreOptions say what to explore and for how long.
+type ExploreOptions struct {
+	// Recipe names the recipe; New builds it when it is a user's own
+	// (Recipe is then only its name in the scenario file).
+	Recipe string
+	New    Constructor
+	// Lock is the lock's model for a user's recipe: mutex (default),
+	// rwlock or semaphore.
+	Lock string
+	// Leases is a semaphore's number of leases.
+	Leases int
+	// Clients and Cycles bound the workload's shape; each run draws
+	// from 2 (1 if Clients is 1) to Clients clients and from 1 to Cycles
+	// cycles. Defaults 5 and 3.
+	Clients, Cycles int
+	// Store is the protected store; default fenced.
+	Store StoreKind
+	// SessionTimeout for every client; default 10 s.
+	SessionTimeout time.Duration
+	// Faults are the fault kinds a run may draw (nil: all of them; an
+	// empty non-nil slice: none); MaxFaults bounds how many (default 3).
+	Faults    []sim.FaultKind
+	MaxFaults int
+	// Strategy is "random" (each scheduling decision drawn through rapid,
+	// the default) or "pct" (priorities and change points drawn through
+	// rapid), with Depth the PCT bug depth (default 3).
+	Strategy string
+	Depth    int
+	// Runs and Time are the budgets: stop after Runs runs (default 100
+	// when Time is 0) or after Time of wall time, whichever comes first.
+	Runs int
+	Time time.Duration
+	// Seed makes the exploration deterministic: the same seed, options
+	// and budget in runs explore the same runs in the same order.
+	Seed uint64
+	// Violations are the checks that make a run a failure
+	// (DefaultViolations if nil).
+	Violations []string
+	// Dir is where the shrunk failure's scenario file is written
+	// (default: the system's temporary directory).
+	Dir string
+	// ShrinkTime bounds rapid's shrinking (default 5 s).
+	ShrinkTime time.Duration
+	// CheckTimeout bounds each porcupine check (default 2 s).
+	CheckTimeout time.Duration
+}
+
+// ExploreResult is what an exploration found.
+type ExploreResult struct {
+	// Runs is the number of runs before the first failure (all of them
+	// when none failed); Steps their simulator steps.
+	Runs  int
+	Steps uint64
+	// Elapsed is the wall time of the search; ToFailure the wall time to
+	// the first failing run.
+	Elapsed, ToFailure time.Duration
+	// Failure is the shrunk failing run, nil if none failed; Found the
+	// first failing run before shrinking.
+	Failure, Found *Result
+	// File is the scenario file written for Failure, and Command the
+	// command that replays it.
+	File, Command string
+}
+
+// exploreMu serializes explorations: rapid reads its settings from
+// process-wide flags.
+var exploreMu sync.Mutex
+
+// exploreChunk is the number of runs handed to one rapid.Check when the
+// budget is in time.
+const exploreChunk = 50
+
+// faultDurations are the durations a fault draws from, shrinking towards
+// the first: longer than the default session timeout, so a pause or a
+// partition costs the session.
+var faultDurations = []time.Duration{15 * time.Second, 2 * time.Second, 5 * time.Second, 30 * time.Second}
+
+// faultStepsPerCycle bounds the step a fault is drawn at: about the steps
+// a lock cycle of one client takes. faultTimeMaxMs bounds its time.
+const (
+	faultStepsPerCycle = 40
+	faultTimeMaxMs     = 200
+)
+
+func (o *ExploreOptions) fill() error {
+	if o.New == nil {
+		if _, ok := recipes.Lookup(o.Recipe); !ok {
+			return fmt.Errorf("explore: unknown recipe %q (known: %s)", o.Recipe, strings.Join(recipes.Names(), ", "))
+		}
+	}
+	if o.Recipe == "" {
+		o.Recipe = "custom"
+	}
+	if o.Clients == 0 {
+		o.Clients = 5
+	}
+	if o.Clients < 1 || o.Clients > clientsMax {
+		return fmt.Errorf("explore: %d clients, want 1 to %d", o.Clients, clientsMax)
+	}
+	if o.Cycles == 0 {
+		o.Cycles = 3
+	}
+	if o.Store == "" {
+		o.Store = StoreFenced
+	}
+	if o.SessionTimeout == 0 {
+		o.SessionTimeout = defaultSessionTimeout
+	}
+	if o.Faults == nil {
+		o.Faults = sim.FaultKinds
+	}
+	if o.MaxFaults == 0 {
+		o.MaxFaults = 3
+	}
+	if len(o.Faults) == 0 {
+		o.MaxFaults = 0
+	}
+	switch o.Strategy {
+	case "", "random":
+		o.Strategy = "random"
+	case "pct":
+		if o.Depth == 0 {
+			o.Depth = 3
+		}
+	default:
+		return fmt.Errorf("explore: unknown strategy %q (want random or pct)", o.Strategy)
+	}
+	if o.Runs == 0 && o.Time == 0 {
+		o.Runs = 100
+	}
+	if o.Dir == "" {
+		o.Dir = os.TempDir()
+	}
+	if o.ShrinkTime == 0 {
+		o.ShrinkTime = 5 * time.Second
+	}
+	return nil
+}
+
+// drawScenario draws a workload and a fault schedule through t.
+func drawScenario(t *rapid.T, o *ExploreOptions) *Scenario {
+	minClients := min(2, o.Clients)
+	sc := &Scenario{
+		Recipe:         o.Recipe,
+		Leases:         o.Leases,
+		Clients:        rapid.IntRange(minClients, o.Clients).Draw(t, "clients"),
+		Cycles:         rapid.IntRange(1, o.Cycles).Draw(t, "cycles"),
+		Hold:           time.Duration(rapid.IntRange(0, 50).Draw(t, "hold_ms")) * time.Millisecond,
+		Store:          o.Store,
+		SessionTimeout: o.SessionTimeout,
+		Seed:           rapid.Uint64Range(0, 1<<16).Draw(t, "seed"),
+	}
+	if o.Leases > 1 || o.Recipe == "rw-lock" || o.Recipe == "herd-rw-lock" {
+		for c := 1; c <= sc.Clients; c++ {
+			if (o.Recipe == "rw-lock" || o.Recipe == "herd-rw-lock") && rapid.Bool().Draw(t, "reader") {
+				sc.Readers = append(sc.Readers, c)
+			}
+		}
+	}
+	n := rapid.IntRange(0, o.MaxFaults).Draw(t, "faults")
+	for range n {
+		// A fault comes at a step, or at a virtual time: time passes only
+		// while clients hold, think or wait, so a time lands in someone's
+		// critical section more often than a step does.
+		var f sim.ScheduledFault
+		if rapid.Bool().Draw(t, "fault_at_time") {
+			f.AtTime = time.Duration(rapid.IntRange(1, faultTimeMaxMs).Draw(t, "fault_ms")) * time.Millisecond
+		} else {
+			f.AtStep = uint64(rapid.IntRange(1, faultStepsPerCycle*sc.Clients*sc.Cycles).Draw(t, "fault_step"))
+		}
+		f.Kind = rapid.SampledFrom(o.Faults).Draw(t, "fault_kind")
+		if f.Kind != sim.FaultRestart {
+			f.Client = rapid.IntRange(1, sc.Clients).Draw(t, "fault_client")
+		}
+		switch f.Kind {
+		case sim.FaultDisconnect, sim.FaultPartition, sim.FaultPause, sim.FaultRestart:
+			f.Duration = rapid.SampledFrom(faultDurations).Draw(t, "fault_for")
+		}
+		sc.Faults = append(sc.Faults, f)
+	}
+	// Faults are kept in step order, as a file lists them.
+	sortFaults(sc.Faults)
+	return sc
+}
+
+func sortFaults(fs []sim.ScheduledFault) {
+	less := func(a, b sim.ScheduledFault) bool {
+		if (a.AtStep == 0) != (b.AtStep == 0) {
+			return a.AtStep != 0 // steps first, then times
+		}
+		return a.AtStep < b.AtStep || a.AtTime < b.AtTime
+	}
+	for i := 1; i < len(fs); i++ {
+		for j := i; j > 0 && less(fs[j], fs[j-1]); j-- {
+			fs[j], fs[j-1] = fs[j-1], fs[j]
+		}
+	}
+}
+
+// exploreTB is the testing.TB rapid reports to: it keeps the failure and
+// stays quiet otherwise.
+type exploreTB struct {
+	name   string
+	failed bool
+	report []string
+}
+
+func (tb *exploreTB) Helper()                   {}
+func (tb *exploreTB) Name() string              { return tb.name }
+func (tb *exploreTB) Logf(string, ...any)       {}
+func (tb *exploreTB) Log(...any)                {}
+func (tb *exploreTB) Skipf(string, ...any)      {}
+func (tb *exploreTB) Skip(...any)               {}
+func (tb *exploreTB) SkipNow()                  {}
+func (tb *exploreTB) Fail()                     { tb.failed = true }
+func (tb *exploreTB) FailNow()                  { tb.failed = true }
+func (tb *exploreTB) Failed() bool              { return tb.failed }
+func (tb *exploreTB) Error(args ...any)         { tb.Errorf("%s", fmt.Sprint(args...)) }
+func (tb *exploreTB) Fatal(args ...any)         { tb.Errorf("%s", fmt.Sprint(args...)) }
+func (tb *exploreTB) Fatalf(f string, a ...any) { tb.Errorf(f, a...) }
+func (tb *exploreTB) Errorf(f string, a ...any) {
+	tb.failed = true
+	tb.report = append(tb.report, fmt.Sprintf(f, a...))
+}
+
+// setRapidFlags sets rapid's process-wide settings and returns a function
+// that restores them.
+func setRapidFlags(values map[string]string) (restore func(), err error) {
+	old := map[string]string{}
+	for name, v := range values {
+		f := flag.Lookup(name)
+		if f == nil {
+			return func() {}, fmt.Errorf("explore: rapid flag %s not registered", name)
+		}
+		old[name] = f.Value.String()
+		if err := f.Value.Set(v); err != nil {
+			return func() {}, err
+		}
+	}
+	return func() {
+		for name, v := range old {
+			flag.Lookup(name).Value.Set(v)
+		}
+	}, nil
+}
+
+// Explore runs the recipe under drawn workloads, fault schedules and
+// scheduling decisions, all drawn through rapid, until a run fails a
+// check or the budget is spent. A failure is shrunk by rapid, written as
+// a scenario file in o.Dir, and replayed from that file to make sure it
+// fails the same way.
+func Explore(o ExploreOptions) (*ExploreResult, error) {
+	if err := o.fill(); err != nil {
+		return nil, err
+	}
+	exploreMu.Lock()
+	defer exploreMu.Unlock()
+	// rapid asks testing.Short, which needs the testing flags registered
+	// and parsed: outside a test binary (the CLI), register them.
+	if flag.Lookup("test.short") == nil {
+		testing.Init()
+	}
+	if !flag.Parsed() {
+		_ = flag.CommandLine.Parse(nil)
+	}
+
+	res := &ExploreResult{}
+	start := time.Now()
+	var last *Result // the last failing run rapid saw: the shrunk one, in the end
+	failing := false
+	prop := func(t *rapid.T) {
+		sc := drawScenario(t, &o)
+		src := &RapidSource{T: t, Label: "sched"}
+		var strategy sim.Strategy = WalkStrategy{Source: src}
+		if o.Strategy == "pct" {
+			strategy = &PCT{Depth: o.Depth, Source: src}
+		}
+		r, err := Run(sc, RunOptions{Recipe: o.New, Lock: o.Lock, Strategy: strategy, CheckTimeout: o.CheckTimeout})
+		src.Rethrow()
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		if !failing {
+			res.Runs++
+			res.Steps += r.Steps
+		}
+		if v := r.Verdict.Violations(o.Violations); len(v) > 0 {
+			if !failing {
+				failing = true
+				res.ToFailure = time.Since(start)
+				res.Found = r
+			}
+			last = r
+			t.Fatalf("%s: %s", v[0].Name, v[0].Detail)
+		}
+	}
+	for chunk := 0; ; chunk++ {
+		checks := exploreChunk
+		if o.Runs > 0 {
+			left := o.Runs - res.Runs
+			if left <= 0 {
+				break
+			}
+			if o.Time == 0 {
+				checks = left
+			} else {
+				checks = min(checks, left)
+			}
+		}
+		if o.Time > 0 && time.Since(start) >= o.Time {
+			break
+		}
+		restore, err := setRapidFlags(map[string]string{
+			"rapid.checks":     strconv.Itoa(checks),
+			"rapid.seed":       strconv.FormatUint(o.Seed*1_000_003+uint64(chunk)*100_003+1, 10),
+			"rapid.nofailfile": "true",
+			"rapid.shrinktime": o.ShrinkTime.String(),
+			"rapid.v":          "false",
+			"rapid.log":        "false",
+		})
+		if err != nil {
+			restore()
+			return nil, err
+		}
+		tb := &exploreTB{name: "zklab-explore-" + o.Recipe}
+		rapid.Check(tb, prop)
+		restore()
+		if failing {
+			break
+		}
+	}
+	res.Elapsed = time.Since(start)
+	if !failing {
+		return res, nil
+	}
+	res.Failure = last
+	file, err := writeFailure(&o, last)
+	if err != nil {
+		return res, err
+	}
+	res.File = file
+	res.Command = "zklab run " + file
+	// The file must replay the failure: parse it back and run it.
+	sc, err := ParseFile(file)
+	if err != nil {
+		return res, fmt.Errorf("explore: the scenario file written does not parse: %w", err)
+	}
+	again, err := Run(sc, RunOptions{Recipe: o.New, Lock: o.Lock, CheckTimeout: o.CheckTimeout})
+	if err != nil {
+		return res, err
+	}
+	if len(again.Verdict.Violations(o.Violations)) == 0 {
+		return res, errors.New("explore: the shrunk scenario does not fail when replayed from " + file)
+	}
+	return res, nil
+}
+
+// writeFailure writes the shrunk failure as a commented scenario file.
+func writeFailure(o *ExploreOptions, r *Result) (string, error) {
+	sc := r.Scenario.clone()
+	sc.layout = nil
+	var head strings.Builder
+	fmt.Fprintf(&head, "# zklab scenario: a failure found by exploration and shrunk by rapid.\n")
+	fmt.Fprintf(&head, "# explore: recipe %s, strategy %s, seed %d.\n", o.Recipe, o.Strategy, o.Seed)
+	for _, v := range r.Verdict.Violations(o.Violations) {
+		fmt.Fprintf(&head, "# %s: %s\n", v.Name, oneLine(v.Detail))
+	}
+	for _, v := range r.Verdict.Violations(o.Violations) {
+		sc.Expect = append(sc.Expect, Expectation{Check: v.Name, Outcome: Fail})
+	}
+	head.WriteString("#\n")
+	text := head.String() + Format(sc)
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return "", err
+	}
+	name := fmt.Sprintf("%s-%s-seed%d.scenario", o.Recipe, r.Verdict.Violations(o.Violations)[0].Name, o.Seed)
+	file := filepath.Join(o.Dir, name)
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		return "", err
+	}
+	return file, nil
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > 300 {
+		s = s[:300] + "..."
+	}
+	return s
+}

@@ -1,0 +1,315 @@
+package scenarios
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/zklab/zklab/sim"
+)
+
+// lockRec is one lock cycle of one client: the acquire (invoked and
+// returned, with its token), and the release. Steps are the simulator's.
+type lockRec struct {
+	client            int
+	shared            bool
+	acquireCall       uint64
+	acquireCallTime   time.Duration
+	acquireReturn     uint64
+	acquireReturnTime time.Duration
+	returned          bool
+	acquireErr        error
+	granted           bool
+	token             int64
+	session           int64
+	nodes             []string
+	releaseCall       uint64
+	releaseCalled     bool
+	releaseReturn     uint64
+	releaseReturned   bool
+	releaseErr        error
+}
+
+// updateRec is one critical section's update of the store.
+type updateRec struct {
+	client      int
+	token       int64
+	readCall    uint64
+	readReturn  uint64
+	readDone    bool
+	read        int64
+	readOK      bool
+	writeCall   uint64
+	writeReturn uint64
+	wrote       bool
+	writeOK     bool
+}
+
+// note is a line of the history that is no operation: a failure, a
+// session change.
+type note struct {
+	step   uint64
+	time   time.Duration
+	client int
+	text   string
+}
+
+// history is what the workload did, in chunks so that pointers to
+// records stay valid while it grows.
+type history struct {
+	locks   []*lockRec
+	updates []*updateRec
+	notes   []note
+}
+
+func (h *history) add(l lockRec) *lockRec {
+	p := &l
+	h.locks = append(h.locks, p)
+	return p
+}
+
+func (h *history) addUpdate(u updateRec) *updateRec {
+	p := &u
+	h.updates = append(h.updates, p)
+	return p
+}
+
+func (h *history) note(w *sim.World, client int, text string) {
+	h.notes = append(h.notes, note{step: w.StepCount(), time: w.Now(), client: client, text: text})
+}
+
+// text renders the history, one event a line in step order.
+func (h *history) text() string {
+	type line struct {
+		step uint64
+		seq  int
+		text string
+	}
+	var lines []line
+	add := func(step uint64, client int, format string, args ...any) {
+		lines = append(lines, line{step, len(lines), fmt.Sprintf("%7d c%d ", step, client) + fmt.Sprintf(format, args...)})
+	}
+	for _, l := range h.locks {
+		side := ""
+		if l.shared {
+			side = " shared"
+		}
+		add(l.acquireCall, l.client, "acquire%s", side)
+		switch {
+		case !l.returned:
+		case l.granted:
+			add(l.acquireReturn, l.client, "acquired token=%#x session=%#x nodes=%s", l.token, l.session, strings.Join(l.nodes, ","))
+		default:
+			add(l.acquireReturn, l.client, "acquire failed: %v", l.acquireErr)
+		}
+		if l.releaseCalled {
+			add(l.releaseCall, l.client, "release")
+		}
+		if l.releaseReturned {
+			if l.releaseErr != nil {
+				add(l.releaseReturn, l.client, "released: %v", l.releaseErr)
+			} else {
+				add(l.releaseReturn, l.client, "released")
+			}
+		}
+	}
+	for _, u := range h.updates {
+		add(u.readCall, u.client, "store read token=%#x", u.token)
+		if u.readDone {
+			if u.readOK {
+				add(u.readReturn, u.client, "store read -> %d", u.read)
+			} else {
+				add(u.readReturn, u.client, "store read refused")
+			}
+		}
+		if u.wrote {
+			add(u.writeCall, u.client, "store write %d token=%#x", u.read+1, u.token)
+			if u.writeOK {
+				add(u.writeReturn, u.client, "store write ok")
+			} else {
+				add(u.writeReturn, u.client, "store write refused")
+			}
+		}
+	}
+	for _, n := range h.notes {
+		add(n.step, n.client, "%s", n.text)
+	}
+	slices.SortStableFunc(lines, func(a, b line) int {
+		if a.step != b.step {
+			if a.step < b.step {
+				return -1
+			}
+			return 1
+		}
+		return a.seq - b.seq
+	})
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l.text + "\n")
+	}
+	return b.String()
+}
+
+// observer is the trace sink of a run: it keeps what the checks need
+// from the simulator's events (sessions, deletions of lock nodes, session
+// closes, watch notifications, faults), and the text trace if asked.
+type observer struct {
+	w    *sim.World
+	keep bool
+	text strings.Builder
+
+	sessionClient map[int64]int       // session -> client
+	lastApply     map[int64]uint64    // session -> the last step a request of it reached the server
+	deletes       map[string][]uint64 // lock node -> steps a delete of it reached the server
+	closes        map[int64]uint64    // session -> step its closeSession request reached the server
+	expiries      []uint64            // steps of the server's own closeSession (expiries)
+	notifications int64               // watch notifications delivered (not NotWatching)
+	crashStep     map[int]uint64      // client -> the step it crashed at
+	lastFaultEnd  time.Duration       // when the last fault injected so far ends
+	lastFaultStep uint64
+
+	fins []fin // connections' FINs reaching the server
+	// persistentDirs are the directories the recipe made persistent
+	// (not ephemeral) nodes in: a session's end leaves those.
+	persistentDirs map[string]bool
+
+	childrenCalls int64
+	bytesReturned int64
+	deadWatches   []deadWatch
+}
+
+func newObserver(keep bool) *observer {
+	return &observer{
+		keep:           keep,
+		sessionClient:  map[int64]int{},
+		lastApply:      map[int64]uint64{},
+		deletes:        map[string][]uint64{},
+		closes:         map[int64]uint64{},
+		crashStep:      map[int]uint64{},
+		persistentDirs: map[string]bool{},
+	}
+}
+
+func (o *observer) crashed(client int) bool {
+	_, ok := o.crashStep[client]
+	return ok
+}
+
+// Event implements sim.TraceSink.
+func (o *observer) Event(e sim.Event) {
+	if o.keep {
+		o.text.WriteString(e.Text())
+		o.text.WriteByte('\n')
+	}
+	switch e.Kind {
+	case "session":
+		if e.Session != 0 && e.Client != 0 {
+			if _, ok := o.sessionClient[e.Session]; !ok {
+				o.sessionClient[e.Session] = e.Client
+			}
+		}
+	case "apply":
+		if e.Session != 0 {
+			o.lastApply[e.Session] = e.Step
+		}
+		switch e.Op {
+		case "delete":
+			if strings.HasPrefix(e.Path, LockRoot+"/") {
+				o.deletes[e.Path] = append(o.deletes[e.Path], e.Step)
+			}
+		case "closeSession":
+			if _, ok := o.closes[e.Session]; !ok {
+				o.closes[e.Session] = e.Step
+			}
+		}
+	case "server":
+		if e.Detail == "closeSession applied" {
+			o.expiries = append(o.expiries, e.Step)
+		} else if e.Client != 0 && strings.HasSuffix(e.Detail, "closed by the client") {
+			o.fins = append(o.fins, fin{client: e.Client, step: e.Step})
+		}
+	case "watch":
+		if e.Op != "EventNotWatching" {
+			o.notifications++
+		}
+	case "fault":
+		if strings.HasPrefix(e.Detail, "partition healed") || strings.HasPrefix(e.Detail, "pause ended") || strings.HasPrefix(e.Detail, "server up") {
+			o.lastFaultEnd = max(o.lastFaultEnd, e.Time)
+			return
+		}
+		if !strings.Contains(e.Detail, "dropped") { // a dropped request or reply is the same fault taking effect
+			o.lastFaultStep = e.Step
+		}
+		o.lastFaultEnd = max(o.lastFaultEnd, e.Time)
+		if strings.HasPrefix(e.Detail, string(sim.FaultCrash)+" ") {
+			if _, ok := o.crashStep[e.Client]; !ok {
+				o.crashStep[e.Client] = e.Step
+			}
+		}
+		for _, k := range []sim.FaultKind{sim.FaultPartition, sim.FaultPause, sim.FaultDisconnect, sim.FaultRestart} {
+			if strings.HasPrefix(e.Detail, string(k)+" ") {
+				if _, d, ok := strings.Cut(e.Detail, "for="); ok {
+					if dur, err := time.ParseDuration(d); err == nil {
+						o.lastFaultEnd = max(o.lastFaultEnd, e.Time+dur)
+					}
+				}
+			}
+		}
+	}
+}
+
+// sessionEnd is the step at which the server ended session s, as far as
+// the trace tells: its closeSession request, or else the first expiry
+// after the last request of it that reached the server. Expiries do not
+// name their session in the trace, so the second is the earliest the
+// expiry can have been: a lease ends no later in ZooKeeper's view than
+// this says, which errs towards fewer overlaps, never more.
+func (o *observer) sessionEnd(s int64) (uint64, bool) {
+	if st, ok := o.closes[s]; ok {
+		return st, true
+	}
+	last := o.lastApply[s]
+	i, _ := slices.BinarySearch(o.expiries, last+1)
+	if i < len(o.expiries) {
+		return o.expiries[i], true
+	}
+	return 0, false
+}
+
+// nodeGone is the first step at or after from at which a delete of node
+// reached the server.
+func (o *observer) nodeGone(node string, from uint64) (uint64, bool) {
+	for _, st := range o.deletes[node] {
+		if st >= from {
+			return st, true
+		}
+	}
+	return 0, false
+}
+
+// zkEnd is where a granted lease ended in ZooKeeper's view: the first
+// deletion of one of its nodes, or its session's end.
+func (o *observer) zkEnd(l *lockRec) (uint64, bool) {
+	end, ok := uint64(0), false
+	take := func(st uint64, found bool) {
+		if found && st >= l.acquireReturn && (!ok || st < end) {
+			end, ok = st, true
+		}
+	}
+	for _, n := range l.nodes {
+		// The node existed when the acquire returned; the delete that
+		// removed it reached the server after the node's creation.
+		take(o.nodeGone(n, l.acquireCall))
+		if !o.persistentDirs[path.Dir(n)] {
+			take(o.sessionEnd(l.session))
+		}
+	}
+	return end, ok
+}
+
+type fin struct {
+	client int
+	step   uint64
+}

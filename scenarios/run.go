@@ -1,0 +1,367 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/zklab/zklab/recipes"
+	"github.com/zklab/zklab/sim"
+)
+
+// LockRoot is the path of the lock every workload contends for.
+const LockRoot = "/zklab/lock"
+
+// Constructor builds one client's handle on the lock at path, as the
+// registry's Recipe.New does. A user's own recipe is one of these.
+type Constructor func(c recipes.Conn, path string, o recipes.Options) recipes.Lock
+
+// RunOptions tune a run.
+type RunOptions struct {
+	// Recipe builds the lock when the scenario names a recipe the
+	// registry does not have: a user's own.
+	Recipe Constructor
+	// Lock is the lock's model for the checks: "mutex" (the default),
+	// "rwlock" or "semaphore". Recipes of the registry pick their own.
+	Lock string
+	// Trace keeps the simulator's text trace (Result.Trace).
+	Trace bool
+	// Znodes keeps the simulator's operation history and checks it
+	// against model.Znode (the "zk-linearizable" check): slower.
+	Znodes bool
+	// CheckTimeout bounds each porcupine check; 0 means 2 s. A check that
+	// runs out is reported Unknown.
+	CheckTimeout time.Duration
+	// Strategy makes the scheduling decisions instead of the scenario's
+	// schedule (exploration); the decisions it makes are recorded in
+	// Result.Scenario.Schedule.
+	Strategy sim.Strategy
+	// MaxSteps bounds the run; 0 means 2,000,000 steps. A run past it is
+	// reported by the "run" check.
+	MaxSteps uint64
+}
+
+// Result is what a run gives: the scenario as run (its schedule the
+// decisions actually made), the verdict, and the trace if asked for.
+type Result struct {
+	Scenario *Scenario
+	Verdict  *Verdict
+	// Trace is the simulator's text trace (RunOptions.Trace).
+	Trace string
+	Steps uint64
+	Time  time.Duration
+
+	hist *history
+}
+
+// History renders the workload's history, one event a line, stamped with
+// the simulator's step: acquires (with tokens), releases, the store's
+// reads and writes, failures.
+func (r *Result) History() string { return r.hist.text() }
+
+// firstStrategy takes the first enabled step: what a schedule means past
+// its end.
+type firstStrategy struct{}
+
+func (firstStrategy) Choose(*sim.World, []sim.Step) int { return 0 }
+
+// recorder wraps a strategy and keeps its decisions.
+type recorder struct {
+	inner   sim.Strategy
+	choices []int
+}
+
+func (r *recorder) Choose(w *sim.World, enabled []sim.Step) int {
+	c := r.inner.Choose(w, enabled)
+	r.choices = append(r.choices, c)
+	return c
+}
+
+// lockModelFor names the model a registry recipe is checked against.
+func lockModelFor(recipe string, sc *Scenario) string {
+	switch recipe {
+	case "rw-lock", "herd-rw-lock":
+		return "rwlock"
+	case "semaphore":
+		if sc.Leases > 1 {
+			return "semaphore"
+		}
+	}
+	return "mutex"
+}
+
+// Run runs a scenario and checks it. It returns an error only for a
+// scenario it cannot run (an unknown recipe, a bad fault); whatever goes
+// wrong inside the run is in the verdict.
+func Run(sc *Scenario, o RunOptions) (*Result, error) {
+	sc = sc.clone()
+	sc.fillDefaults()
+	ctor := o.Recipe
+	lockKind := o.Lock
+	if r, ok := recipes.Lookup(sc.Recipe); ok && ctor == nil {
+		ctor = r.New
+		if lockKind == "" {
+			lockKind = lockModelFor(r.Name, sc)
+		}
+	}
+	if ctor == nil {
+		return nil, fmt.Errorf("scenario: unknown recipe %q (known: %s)", sc.Recipe, strings.Join(recipes.Names(), ", "))
+	}
+	if lockKind == "" {
+		lockKind = "mutex"
+	}
+	if sc.Clients < 1 || sc.Clients > clientsMax {
+		return nil, fmt.Errorf("scenario: %d clients, want 1 to %d", sc.Clients, clientsMax)
+	}
+	for _, f := range sc.Faults {
+		if f.Kind != sim.FaultRestart && (f.Client < 1 || f.Client > sc.Clients) {
+			return nil, fmt.Errorf("scenario: fault %s names no client of %d", formatFault(f), sc.Clients)
+		}
+	}
+	r := newRunner(sc, o, ctor, lockKind)
+	return r.run(), nil
+}
+
+// runner holds one run.
+type runner struct {
+	sc       *Scenario
+	opts     RunOptions
+	ctor     Constructor
+	lockKind string
+	w        *sim.World
+	obs      *observer
+	rec      *recorder
+	store    *store
+	last     storeLast
+	clients  []*sim.Client
+	hist     history
+	done     []bool // per client: its task ended
+	runErr   error
+	probe    []probeNode
+	probed   bool
+}
+
+func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) *runner {
+	r := &runner{sc: sc, opts: o, ctor: ctor, lockKind: lockKind}
+	var inner sim.Strategy = &sim.Replay{Choices: sc.Schedule, Next: firstStrategy{}}
+	if o.Strategy != nil {
+		inner = o.Strategy
+	}
+	r.rec = &recorder{inner: inner}
+	r.obs = newObserver(o.Trace)
+	maxSteps := o.MaxSteps
+	if maxSteps == 0 {
+		maxSteps = 2_000_000
+	}
+	faults := slices.Clone(sc.Faults)
+	r.w = sim.New(sim.Config{
+		Seed:        sc.Seed,
+		Strategy:    r.rec,
+		Trace:       r.obs,
+		KeepHistory: o.Znodes,
+		Faults:      faults,
+		MaxSteps:    maxSteps,
+		MaxTime:     365 * 24 * time.Hour,
+	})
+	r.obs.w = r.w
+	r.store = &store{fenced: sc.Store == StoreFenced}
+	r.done = make([]bool, sc.Clients+1)
+	return r
+}
+
+// quietPeriod is how long after the last fault the world is left alone
+// before a waiter that has not acquired counts as stuck: two session
+// timeouts (a crashed holder's session expires) and the client's
+// reconnect backoff.
+func (r *runner) quietPeriod() time.Duration {
+	return 2*r.sc.SessionTimeout + 3*time.Second
+}
+
+// bound is the virtual time the workload needs without faults, with room
+// to spare.
+func (r *runner) bound() time.Duration {
+	sc := r.sc
+	perHold := sc.Hold + 2*storeLatencyMs*time.Millisecond + 10*time.Millisecond
+	return time.Duration(sc.Clients*sc.Cycles)*perHold + time.Duration(sc.Cycles)*sc.Think + 10*time.Second
+}
+
+// runChunk is the virtual time between the runner's looks at whether the
+// workload is over.
+const runChunk = time.Second
+
+func (r *runner) run() *Result {
+	for i := 1; i <= r.sc.Clients; i++ {
+		c, err := r.w.NewClient(sim.ClientConfig{SessionTimeout: r.sc.SessionTimeout})
+		if err != nil {
+			panic(err) // the timeout was checked positive
+		}
+		r.clients = append(r.clients, c)
+		conn := &observedConn{Client: c, w: r.w, obs: r.obs}
+		lock := r.ctor(conn, LockRoot, r.sc.options(i))
+		r.w.Go(c, fmt.Sprintf("c%d", i), r.workload(i, conn, lock))
+	}
+	for {
+		deadline := r.obs.lastFaultEnd + r.quietPeriod() + r.bound()
+		now := r.w.Now()
+		if r.allDone() || now >= deadline {
+			break
+		}
+		if err := r.w.RunFor(min(runChunk, deadline-now)); err != nil {
+			r.runErr = err
+			break
+		}
+	}
+	if r.runErr == nil && !r.allDone() {
+		r.probeTree()
+	}
+	steps, now := r.w.StepCount(), r.w.Now()
+	// Closing the world ends the tasks still blocked; what had finished
+	// is decided now.
+	r.done = slices.Clone(r.done)
+	doneBefore := slices.Clone(r.done)
+	var ops []sim.Operation
+	if r.opts.Znodes {
+		ops = r.w.History()
+	}
+	r.w.Close()
+	r.done = doneBefore
+	res := &Result{Steps: steps, Time: now}
+	out := r.sc.clone()
+	out.Schedule = trimSchedule(r.rec.choices)
+	res.Scenario = out
+	res.Verdict = r.check(ops, steps)
+	res.hist = &r.hist
+	if r.opts.Trace {
+		res.Trace = r.obs.text.String()
+	}
+	return res
+}
+
+// trimSchedule drops the trailing zeros: past its end a schedule takes
+// the first enabled step anyway.
+func trimSchedule(choices []int) []int {
+	n := len(choices)
+	for n > 0 && choices[n-1] == 0 {
+		n--
+	}
+	return slices.Clone(choices[:n])
+}
+
+func (r *runner) allDone() bool {
+	for i := 1; i <= r.sc.Clients; i++ {
+		if !r.done[i] && !r.obs.crashed(i) {
+			return false
+		}
+	}
+	return true
+}
+
+// acquireBackoff is the pause after a failed acquire before the next
+// cycle.
+const acquireBackoff = 100 * time.Millisecond
+
+// workload is client i's task: Cycles times acquire, read the store,
+// hold, write the store, release, think; then close the session.
+func (r *runner) workload(i int, conn *observedConn, lock recipes.Lock) func(ctx context.Context) {
+	return func(ctx context.Context) {
+		defer func() { r.done[i] = true }()
+		shared := r.sc.options(i).Read
+		for range r.sc.Cycles {
+			l := r.hist.add(lockRec{client: i, shared: shared, acquireCall: r.w.StepCount(), acquireCallTime: r.w.Now()})
+			lease, err := lock.Acquire(ctx)
+			l.acquireReturn, l.acquireReturnTime, l.acquireErr, l.returned = r.w.StepCount(), r.w.Now(), err, true
+			if err != nil {
+				r.hist.note(r.w, i, fmt.Sprintf("acquire failed: %v", err))
+				if conn.Sleep(ctx, acquireBackoff) != nil {
+					return
+				}
+				continue
+			}
+			l.granted, l.token, l.session, l.nodes = true, lease.Token(), lease.SessionID(), lease.Nodes()
+			r.critical(ctx, i, conn, l)
+			l.releaseCall, l.releaseCalled = r.w.StepCount(), true
+			l.releaseErr = lease.Release(ctx)
+			l.releaseReturn, l.releaseReturned = r.w.StepCount(), true
+			if r.sc.Think > 0 && conn.Sleep(ctx, r.sc.Think) != nil {
+				return
+			}
+		}
+		conn.Close()
+	}
+}
+
+// critical is the critical section: read the store, hold, write it plus
+// one. Reads and writes take storeLatency each, so they are separate
+// steps. A read or write the fenced store refuses ends the section.
+func (r *runner) critical(ctx context.Context, i int, conn *observedConn, l *lockRec) {
+	u := r.hist.addUpdate(updateRec{client: i, token: l.token, readCall: r.w.StepCount()})
+	if conn.Sleep(ctx, storeLatencyMs*time.Millisecond) != nil {
+		return
+	}
+	u.read, u.readOK = r.store.read(l.token)
+	u.readReturn, u.readDone = r.w.StepCount(), true
+	if !u.readOK {
+		return
+	}
+	if r.sc.Hold > 0 && conn.Sleep(ctx, r.sc.Hold) != nil {
+		return
+	}
+	u.writeCall = r.w.StepCount()
+	if conn.Sleep(ctx, storeLatencyMs*time.Millisecond) != nil {
+		return
+	}
+	u.writeOK = r.store.write(i, l.token, u.read, r.w.StepCount(), &r.last)
+	u.writeReturn, u.wrote = r.w.StepCount(), true
+}
+
+// probeNode is a node of the lock's tree as a probe client saw it after
+// the run.
+type probeNode struct {
+	path    string
+	owner   int64 // ephemeral owner session; 0 for a persistent node
+	czxid   int64
+	isQueue bool // a sequential lock node
+}
+
+// probeLimit bounds the nodes a probe looks at.
+const probeLimit = 256
+
+// probeTree lists the lock's tree with a fresh client, after the run,
+// to name what the waiters are stuck behind.
+func (r *runner) probeTree() {
+	c, err := r.w.NewClient(sim.ClientConfig{SessionTimeout: r.sc.SessionTimeout})
+	if err != nil {
+		return
+	}
+	r.probed = true
+	r.w.Go(c, "probe", func(ctx context.Context) {
+		queue := []string{LockRoot}
+		for len(queue) > 0 && len(r.probe) < probeLimit {
+			p := queue[0]
+			queue = queue[1:]
+			names, _, err := c.Children(ctx, p)
+			if err != nil {
+				continue
+			}
+			slices.Sort(names)
+			for _, n := range names {
+				child := p + "/" + n
+				ok, st, err := c.Exists(ctx, child)
+				if err != nil || !ok {
+					continue
+				}
+				r.probe = append(r.probe, probeNode{path: child, owner: st.EphemeralOwner, czxid: st.Czxid, isQueue: sequentialName(n)})
+				if st.NumChildren > 0 {
+					queue = append(queue, child)
+				}
+			}
+		}
+		c.Close()
+	})
+	if err := r.w.RunFor(5 * time.Second); err != nil && !errors.Is(err, sim.ErrDeadlock) {
+		r.runErr = err
+	}
+}

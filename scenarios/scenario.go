@@ -1,0 +1,657 @@
+package scenarios
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zklab/zklab/recipes"
+	"github.com/zklab/zklab/sim"
+)
+
+// StoreKind is the protected store a workload's critical sections update.
+type StoreKind string
+
+const (
+	// StoreFenced refuses a read or write whose fencing token is older
+	// than the newest it has seen.
+	StoreFenced StoreKind = "fenced"
+	// StoreUnfenced takes every read and write.
+	StoreUnfenced StoreKind = "unfenced"
+)
+
+// Outcome is the result of one check.
+type Outcome string
+
+const (
+	Pass    Outcome = "pass"
+	Fail    Outcome = "fail"
+	Unknown Outcome = "unknown" // the checker ran out of time: not a pass
+	Skipped Outcome = "n/a"     // the check does not apply
+)
+
+// Expectation is an expected outcome, written in a scenario file as
+// "expect CHECK OUTCOME" or, for a figure, "expect herd.FIGURE N".
+type Expectation struct {
+	Check   string
+	Outcome Outcome // for a check
+	Figure  int64   // for a herd figure (Check starts with "herd.")
+}
+
+func (e Expectation) String() string {
+	if strings.HasPrefix(e.Check, "herd.") {
+		return fmt.Sprintf("%s %d", e.Check, e.Figure)
+	}
+	return fmt.Sprintf("%s %s", e.Check, e.Outcome)
+}
+
+// Scenario is one run of a lock workload on the simulator: the recipe,
+// the clients and what each does, the seed, the faults and the
+// scheduling decisions. It is what a scenario file holds; Parse reads
+// one and Format writes it back, byte for byte.
+type Scenario struct {
+	// Recipe is the lock recipe's name (recipes.Lookup), or the name a
+	// user gave their own recipe (RunOptions.Recipe builds it).
+	Recipe string
+	// Leases is a semaphore's number of leases (recipes.Options.Leases).
+	Leases int
+	// Readers are the clients that take the read side of a read/write
+	// lock; the others write.
+	Readers []int
+	// Clients is the number of clients, each with its own session and one
+	// workload task.
+	Clients int
+	// Cycles is how many times each client acquires, updates the store
+	// and releases.
+	Cycles int
+	// Hold is the virtual time a holder waits between the store's read
+	// and its write: the window in which overlapping holders corrupt an
+	// unfenced store.
+	Hold time.Duration
+	// Think is the virtual time a client waits after each release.
+	Think time.Duration
+	// Store is the protected store: fenced or unfenced.
+	Store StoreKind
+	// SessionTimeout is the session timeout every client asks for.
+	SessionTimeout time.Duration
+	// Seed feeds the world's random source (GUIDs, and the random walk
+	// once the schedule runs out if Fallback is random).
+	Seed uint64
+	// Faults are injected at their step or virtual time.
+	Faults []sim.ScheduledFault
+	// Schedule is the scheduling decisions: at each step with two or more
+	// enabled steps, the index of the one taken (sim.Step order). Past its
+	// end the first enabled step is taken.
+	Schedule []int
+	// Expect lists expected outcomes, checked by the scenario library's
+	// test and by Replay's caller.
+	Expect []Expectation
+
+	layout []layoutItem
+}
+
+// layoutItem is one line of the file as read: a comment or blank line,
+// kept verbatim, or a directive (the index-th of its key).
+type layoutItem struct {
+	raw   string
+	key   string
+	index int
+}
+
+// The defaults of the optional directives.
+const (
+	defaultCycles         = 1
+	defaultSessionTimeout = 10 * time.Second
+)
+
+func (s *Scenario) fillDefaults() {
+	if s.Cycles == 0 {
+		s.Cycles = defaultCycles
+	}
+	if s.Store == "" {
+		s.Store = StoreFenced
+	}
+	if s.SessionTimeout == 0 {
+		s.SessionTimeout = defaultSessionTimeout
+	}
+}
+
+// Options are the recipe options the scenario asks for, for client
+// number i.
+func (s *Scenario) options(client int) recipes.Options {
+	return recipes.Options{Leases: s.Leases, Read: slices.Contains(s.Readers, client)}
+}
+
+// scheduleTokensPerLine is how many entries a "schedule" line holds.
+const scheduleTokensPerLine = 16
+
+// singleKeys are the directives that appear at most once, in the order
+// Format writes them when the layout does not say.
+var singleKeys = []string{"recipe", "leases", "readers", "clients", "cycles", "hold", "think", "store", "session-timeout", "seed"}
+
+// render returns the canonical text of the directive key (index-th for
+// repeated ones), and whether the scenario has a value for it.
+func (s *Scenario) render(key string, index int) ([]string, bool) {
+	one := func(v string, present bool) ([]string, bool) {
+		if !present {
+			return nil, false
+		}
+		return []string{key + " " + v}, true
+	}
+	switch key {
+	case "recipe":
+		return one(s.Recipe, s.Recipe != "")
+	case "leases":
+		return one(strconv.Itoa(s.Leases), s.Leases != 0)
+	case "readers":
+		var cs []string
+		for _, c := range s.Readers {
+			cs = append(cs, fmt.Sprintf("c%d", c))
+		}
+		return one(strings.Join(cs, " "), len(s.Readers) > 0)
+	case "clients":
+		return one(strconv.Itoa(s.Clients), s.Clients != 0)
+	case "cycles":
+		return one(strconv.Itoa(s.Cycles), s.Cycles != 0 && s.Cycles != defaultCycles)
+	case "hold":
+		return one(s.Hold.String(), s.Hold != 0)
+	case "think":
+		return one(s.Think.String(), s.Think != 0)
+	case "store":
+		return one(string(s.Store), s.Store != "" && s.Store != StoreFenced)
+	case "session-timeout":
+		return one(s.SessionTimeout.String(), s.SessionTimeout != 0 && s.SessionTimeout != defaultSessionTimeout)
+	case "seed":
+		return one(strconv.FormatUint(s.Seed, 10), s.Seed != 0)
+	case "fault":
+		if index >= len(s.Faults) {
+			return nil, false
+		}
+		return []string{"fault " + formatFault(s.Faults[index])}, true
+	case "expect":
+		if index >= len(s.Expect) {
+			return nil, false
+		}
+		return []string{"expect " + s.Expect[index].String()}, true
+	case "schedule":
+		return formatSchedule(s.Schedule), len(s.Schedule) > 0
+	}
+	return nil, false
+}
+
+// renderForced is render for a directive the file has: a present
+// directive with its default value is still written back.
+func (s *Scenario) renderForced(key string, index int) []string {
+	if lines, ok := s.render(key, index); ok {
+		return lines
+	}
+	switch key {
+	case "cycles":
+		return []string{fmt.Sprintf("cycles %d", max(s.Cycles, defaultCycles))}
+	case "store":
+		return []string{"store " + string(cmpOr(s.Store, StoreFenced))}
+	case "session-timeout":
+		return []string{"session-timeout " + cmpOr(s.SessionTimeout, defaultSessionTimeout).String()}
+	case "hold":
+		return []string{"hold " + s.Hold.String()}
+	case "think":
+		return []string{"think " + s.Think.String()}
+	case "seed":
+		return []string{"seed 0"}
+	}
+	return nil
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+func formatFault(f sim.ScheduledFault) string {
+	var b strings.Builder
+	if f.AtStep != 0 {
+		fmt.Fprintf(&b, "step=%d", f.AtStep)
+	} else {
+		fmt.Fprintf(&b, "at=%v", f.AtTime)
+	}
+	b.WriteString(" " + string(f.Kind))
+	if f.Kind != sim.FaultRestart {
+		fmt.Fprintf(&b, " c%d", f.Client)
+	}
+	switch f.Kind {
+	case sim.FaultDisconnect, sim.FaultPartition, sim.FaultPause, sim.FaultRestart:
+		fmt.Fprintf(&b, " for=%v", f.Duration)
+	}
+	return b.String()
+}
+
+func formatSchedule(choices []int) []string {
+	var tokens []string
+	for i := 0; i < len(choices); {
+		j := i
+		for j < len(choices) && choices[j] == choices[i] {
+			j++
+		}
+		if n := j - i; n >= 3 {
+			tokens = append(tokens, fmt.Sprintf("%d*%d", choices[i], n))
+		} else {
+			for range n {
+				tokens = append(tokens, strconv.Itoa(choices[i]))
+			}
+		}
+		i = j
+	}
+	var lines []string
+	for len(tokens) > 0 {
+		n := min(len(tokens), scheduleTokensPerLine)
+		lines = append(lines, "schedule "+strings.Join(tokens[:n], " "))
+		tokens = tokens[n:]
+	}
+	return lines
+}
+
+// Format renders the scenario as a scenario file. A scenario read by
+// Parse and not changed since is written back byte for byte: comments
+// and blank lines stay where they were, and directives keep their order.
+func Format(s *Scenario) string {
+	var b strings.Builder
+	written := map[string]int{} // key -> directives written (repeated keys)
+	for _, it := range s.layout {
+		if it.key == "" {
+			b.WriteString(it.raw + "\n")
+			continue
+		}
+		var lines []string
+		if it.key == "fault" || it.key == "expect" {
+			lines, _ = s.render(it.key, it.index)
+			if lines != nil {
+				written[it.key] = max(written[it.key], it.index+1)
+			}
+		} else {
+			lines = s.renderForced(it.key, 0)
+			written[it.key] = 1
+		}
+		for _, l := range lines {
+			b.WriteString(l + "\n")
+		}
+	}
+	for _, key := range singleKeys {
+		if written[key] > 0 {
+			continue
+		}
+		if lines, ok := s.render(key, 0); ok {
+			b.WriteString(lines[0] + "\n")
+		}
+	}
+	for _, key := range []string{"fault", "expect"} {
+		n := len(s.Faults)
+		if key == "expect" {
+			n = len(s.Expect)
+		}
+		for i := written[key]; i < n; i++ {
+			lines, _ := s.render(key, i)
+			b.WriteString(lines[0] + "\n")
+		}
+	}
+	if written["schedule"] == 0 {
+		for _, l := range formatSchedule(s.Schedule) {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// A ParseError is a mistake in a scenario file, at a line.
+type ParseError struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *ParseError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
+
+// ParseFile reads and parses a scenario file.
+func ParseFile(path string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, string(data))
+}
+
+// Parse parses the text of a scenario file; name is the file's name for
+// error messages. Every error is a *ParseError with its line (errors.As);
+// all of them are reported, joined. Directives must be written as Format
+// writes them (one space between words, canonical durations), so that
+// Format(Parse(x)) == x; an error says how to write a line that is not.
+func Parse(name, text string) (*Scenario, error) {
+	s := &Scenario{}
+	var errs []error
+	fail := func(line int, format string, args ...any) {
+		errs = append(errs, &ParseError{File: name, Line: line, Msg: fmt.Sprintf(format, args...)})
+	}
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		text += "\n"
+		fail(strings.Count(text, "\n"), "the file must end with a newline")
+	}
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	if text == "" {
+		lines = nil
+	}
+	seen := map[string]int{}
+	scheduleDone := false
+	for i, raw := range lines {
+		n := i + 1
+		trimmed := strings.TrimSpace(raw)
+		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+			if trimmed != raw {
+				fail(n, "comments and blank lines start in the first column, without trailing spaces")
+			}
+			s.layout = append(s.layout, layoutItem{raw: raw})
+			continue
+		}
+		key, rest, _ := strings.Cut(trimmed, " ")
+		if key == "schedule" {
+			if scheduleDone {
+				fail(n, "the schedule lines must be one block")
+				continue
+			}
+			if seen["schedule"] == 0 {
+				s.layout = append(s.layout, layoutItem{key: "schedule"})
+			}
+			seen["schedule"]++
+			if err := parseSchedule(rest, &s.Schedule); err != nil {
+				fail(n, "schedule: %v", err)
+			}
+			if i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "schedule ") {
+				scheduleDone = true
+			}
+			continue
+		}
+		index := seen[key]
+		if index > 0 && key != "fault" && key != "expect" {
+			fail(n, "%s given twice (first on line %d)", key, firstLine(s.layout, key)+1)
+			continue
+		}
+		if err := s.parseDirective(key, rest); err != nil {
+			fail(n, "%v", err)
+			continue
+		}
+		seen[key]++
+		s.layout = append(s.layout, layoutItem{key: key, index: index})
+		var want []string
+		if key == "fault" || key == "expect" {
+			want, _ = s.render(key, index)
+		} else {
+			want = s.renderForced(key, 0)
+		}
+		if len(want) == 1 && want[0] != raw {
+			fail(n, "write this line as %q", want[0])
+		}
+	}
+	// The schedule block is canonical only as a whole.
+	if seen["schedule"] > 0 {
+		want := formatSchedule(s.Schedule)
+		var got []string
+		first := -1
+		for i, raw := range lines {
+			if strings.HasPrefix(raw, "schedule ") || raw == "schedule" {
+				if first < 0 {
+					first = i
+				}
+				got = append(got, raw)
+			}
+		}
+		if !slices.Equal(want, got) && len(errs) == 0 {
+			fail(first+1, "write the schedule as:\n%s", strings.Join(want, "\n"))
+		}
+	}
+	if s.Recipe == "" {
+		fail(max(len(lines), 1), "no recipe line (recipe NAME)")
+	}
+	if s.Clients == 0 {
+		fail(max(len(lines), 1), "no clients line (clients N)")
+	}
+	for i, f := range s.Faults {
+		if f.Kind != sim.FaultRestart && f.Client > s.Clients && s.Clients > 0 {
+			fail(lineOf(s.layout, "fault", i)+1, "fault on c%d, but there are %d clients", f.Client, s.Clients)
+		}
+	}
+	for _, r := range s.Readers {
+		if r > s.Clients && s.Clients > 0 {
+			fail(lineOf(s.layout, "readers", 0)+1, "reader c%d, but there are %d clients", r, s.Clients)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return s, nil
+}
+
+func firstLine(layout []layoutItem, key string) int { return lineOf(layout, key, 0) }
+
+func lineOf(layout []layoutItem, key string, index int) int {
+	for i, it := range layout {
+		if it.key == key && it.index == index {
+			return i
+		}
+	}
+	return 0
+}
+
+// Limits on what a scenario may ask for; each keeps a run bounded.
+const (
+	clientsMax        = 64 // model.ClientsMax
+	cyclesMax         = 1_000_000
+	scheduleChoiceMax = 1 << 20
+)
+
+func (s *Scenario) parseDirective(key, rest string) error {
+	switch key {
+	case "recipe":
+		if rest == "" || strings.ContainsAny(rest, " \t") {
+			return fmt.Errorf("recipe: want one name, got %q", rest)
+		}
+		s.Recipe = rest
+	case "leases":
+		return parseInt(rest, 1, clientsMax, &s.Leases)
+	case "readers":
+		for _, f := range strings.Fields(rest) {
+			var c int
+			if err := parseClient(f, &c); err != nil {
+				return fmt.Errorf("readers: %v", err)
+			}
+			s.Readers = append(s.Readers, c)
+		}
+		if len(s.Readers) == 0 {
+			return errors.New("readers: want client names like c1 c3")
+		}
+	case "clients":
+		return parseInt(rest, 1, clientsMax, &s.Clients)
+	case "cycles":
+		return parseInt(rest, 1, cyclesMax, &s.Cycles)
+	case "hold":
+		return parseDuration(rest, &s.Hold)
+	case "think":
+		return parseDuration(rest, &s.Think)
+	case "store":
+		switch StoreKind(rest) {
+		case StoreFenced, StoreUnfenced:
+			s.Store = StoreKind(rest)
+		default:
+			return fmt.Errorf("store: want fenced or unfenced, got %q", rest)
+		}
+	case "session-timeout":
+		if err := parseDuration(rest, &s.SessionTimeout); err != nil {
+			return err
+		}
+		if s.SessionTimeout <= 0 {
+			return errors.New("session-timeout must be positive")
+		}
+	case "seed":
+		v, err := strconv.ParseUint(rest, 10, 64)
+		if err != nil {
+			return fmt.Errorf("seed: want an unsigned integer, got %q", rest)
+		}
+		s.Seed = v
+	case "fault":
+		f, err := parseFault(rest)
+		if err != nil {
+			return fmt.Errorf("fault: %v", err)
+		}
+		s.Faults = append(s.Faults, f)
+	case "expect":
+		e, err := parseExpect(rest)
+		if err != nil {
+			return fmt.Errorf("expect: %v", err)
+		}
+		s.Expect = append(s.Expect, e)
+	default:
+		return fmt.Errorf("unknown directive %q (want one of %s, fault, expect, schedule)", key, strings.Join(singleKeys, ", "))
+	}
+	return nil
+}
+
+func parseInt(s string, lo, hi int, out *int) error {
+	v, err := strconv.Atoi(s)
+	if err != nil || v < lo || v > hi {
+		return fmt.Errorf("want an integer from %d to %d, got %q", lo, hi, s)
+	}
+	*out = v
+	return nil
+}
+
+func parseDuration(s string, out *time.Duration) error {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return fmt.Errorf("want a duration like 1.5s or 200ms, got %q", s)
+	}
+	*out = d
+	return nil
+}
+
+func parseClient(s string, out *int) error {
+	if !strings.HasPrefix(s, "c") {
+		return fmt.Errorf("want a client like c1, got %q", s)
+	}
+	return parseInt(s[1:], 1, clientsMax, out)
+}
+
+func parseFault(rest string) (sim.ScheduledFault, error) {
+	var f sim.ScheduledFault
+	words := strings.Fields(rest)
+	if len(words) < 2 {
+		return f, errors.New("want: fault at=TIME|step=N KIND [cN] [for=DURATION]")
+	}
+	when, val, _ := strings.Cut(words[0], "=")
+	switch when {
+	case "at":
+		if err := parseDuration(val, &f.AtTime); err != nil {
+			return f, err
+		}
+	case "step":
+		v, err := strconv.ParseUint(val, 10, 64)
+		if err != nil || v == 0 {
+			return f, fmt.Errorf("want step=N with N ≥ 1, got %q", words[0])
+		}
+		f.AtStep = v
+	default:
+		return f, fmt.Errorf("want at=TIME or step=N first, got %q", words[0])
+	}
+	f.Kind = sim.FaultKind(words[1])
+	if !slices.Contains(sim.FaultKinds, f.Kind) {
+		var kinds []string
+		for _, k := range sim.FaultKinds {
+			kinds = append(kinds, string(k))
+		}
+		return f, fmt.Errorf("unknown fault kind %q (want one of %s)", words[1], strings.Join(kinds, ", "))
+	}
+	rest2 := words[2:]
+	if f.Kind != sim.FaultRestart {
+		if len(rest2) == 0 {
+			return f, fmt.Errorf("%s needs a client, like c1", f.Kind)
+		}
+		if err := parseClient(rest2[0], &f.Client); err != nil {
+			return f, err
+		}
+		rest2 = rest2[1:]
+	}
+	switch f.Kind {
+	case sim.FaultDisconnect, sim.FaultPartition, sim.FaultPause, sim.FaultRestart:
+		if len(rest2) != 1 || !strings.HasPrefix(rest2[0], "for=") {
+			return f, fmt.Errorf("%s needs for=DURATION", f.Kind)
+		}
+		if err := parseDuration(strings.TrimPrefix(rest2[0], "for="), &f.Duration); err != nil {
+			return f, err
+		}
+		rest2 = nil
+	}
+	if len(rest2) > 0 {
+		return f, fmt.Errorf("unexpected %q", strings.Join(rest2, " "))
+	}
+	return f, nil
+}
+
+func parseExpect(rest string) (Expectation, error) {
+	check, val, ok := strings.Cut(rest, " ")
+	if !ok {
+		return Expectation{}, errors.New("want: expect CHECK pass|fail|unknown, or expect herd.FIGURE N")
+	}
+	if strings.HasPrefix(check, "herd.") {
+		if !slices.Contains(herdFigureNames, strings.TrimPrefix(check, "herd.")) {
+			return Expectation{}, fmt.Errorf("unknown herd figure %q (want one of %s)", check, strings.Join(herdFigureNames, ", "))
+		}
+		v, err := strconv.ParseInt(val, 10, 64)
+		if err != nil {
+			return Expectation{}, fmt.Errorf("want an integer, got %q", val)
+		}
+		return Expectation{Check: check, Figure: v}, nil
+	}
+	if !slices.Contains(CheckNames, check) {
+		return Expectation{}, fmt.Errorf("unknown check %q (want one of %s)", check, strings.Join(CheckNames, ", "))
+	}
+	switch o := Outcome(val); o {
+	case Pass, Fail, Unknown, Skipped:
+		return Expectation{Check: check, Outcome: o}, nil
+	}
+	return Expectation{}, fmt.Errorf("want pass, fail, unknown or n/a, got %q", val)
+}
+
+func parseSchedule(rest string, out *[]int) error {
+	for _, tok := range strings.Fields(rest) {
+		v, n := tok, "1"
+		if a, b, ok := strings.Cut(tok, "*"); ok {
+			v, n = a, b
+		}
+		choice, err := strconv.Atoi(v)
+		if err != nil || choice < 0 || choice > scheduleChoiceMax {
+			return fmt.Errorf("want a choice from 0 to %d, got %q", scheduleChoiceMax, tok)
+		}
+		count, err := strconv.Atoi(n)
+		if err != nil || count < 1 || len(*out)+count > scheduleChoiceMax {
+			return fmt.Errorf("bad repeat count in %q", tok)
+		}
+		for range count {
+			*out = append(*out, choice)
+		}
+	}
+	return nil
+}
+
+// clone returns a deep copy.
+func (s *Scenario) clone() *Scenario {
+	c := *s
+	c.Readers = slices.Clone(s.Readers)
+	c.Faults = slices.Clone(s.Faults)
+	c.Schedule = slices.Clone(s.Schedule)
+	c.Expect = slices.Clone(s.Expect)
+	c.layout = slices.Clone(s.layout)
+	return &c
+}
