@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"testing"
+	"time"
 
 	"github.com/zklab/zklab/sim"
 )
@@ -18,7 +19,7 @@ func TestExploreSmoke(t *testing.T) {
 		{"fair-lock", StoreUnfenced, nil},
 		{"fair-lock", StoreFenced, nil},
 	} {
-		res, err := Explore(ExploreOptions{Recipe: tc.recipe, Store: tc.store, Runs: 300, Seed: 1, Dir: t.TempDir()})
+		res, err := Explore(ExploreOptions{Recipe: tc.recipe, Store: tc.store, Runs: 300, Seed: 1, Dir: t.TempDir(), ShrinkTime: time.Second})
 		if err != nil {
 			t.Errorf("%s: %v", tc.recipe, err)
 			continue

@@ -15,9 +15,44 @@ import (
 // LockRoot is the path of the lock every workload contends for.
 const LockRoot = "/zklab/lock"
 
-// Constructor builds one client's handle on the lock at path, as the
-// registry's Recipe.New does. A user's own recipe is one of these.
-type Constructor func(c recipes.Conn, path string, o recipes.Options) recipes.Lock
+// A Lease is a lock held: what the workload needs of it. *recipes.Lease
+// is one; NodeLease makes one for a user's lock that stands on one node.
+type Lease interface {
+	// Token is the fencing token the store checks.
+	Token() int64
+	// SessionID is the session the lease was granted in.
+	SessionID() int64
+	// Nodes are the lock nodes the lease stands on; the checks see the
+	// lease end in ZooKeeper's view when one is deleted (or, for an
+	// ephemeral, when its session ends).
+	Nodes() []string
+	// Release gives the lock back.
+	Release(ctx context.Context) error
+}
+
+// A Lock is one client's handle on a lock: a user's own recipe
+// implements it (recipes.Lock does with FromRecipe).
+type Lock interface {
+	Acquire(ctx context.Context) (Lease, error)
+}
+
+// Constructor builds one client's handle on the lock at path.
+type Constructor func(c recipes.Conn, path string, o recipes.Options) Lock
+
+// FromRecipe adapts a constructor of the recipes package (Recipe.New).
+func FromRecipe(newLock func(c recipes.Conn, path string, o recipes.Options) recipes.Lock) Constructor {
+	return func(c recipes.Conn, path string, o recipes.Options) Lock { return recipeLock{newLock(c, path, o)} }
+}
+
+type recipeLock struct{ l recipes.Lock }
+
+func (r recipeLock) Acquire(ctx context.Context) (Lease, error) {
+	l, err := r.l.Acquire(ctx)
+	if l == nil {
+		return nil, err
+	}
+	return l, err
+}
 
 // RunOptions tune a run.
 type RunOptions struct {
@@ -102,7 +137,7 @@ func Run(sc *Scenario, o RunOptions) (*Result, error) {
 	ctor := o.Recipe
 	lockKind := o.Lock
 	if r, ok := recipes.Lookup(sc.Recipe); ok && ctor == nil {
-		ctor = r.New
+		ctor = FromRecipe(r.New)
 		if lockKind == "" {
 			lockKind = lockModelFor(r.Name, sc)
 		}
@@ -265,7 +300,7 @@ const acquireBackoff = 100 * time.Millisecond
 
 // workload is client i's task: Cycles times acquire, read the store,
 // hold, write the store, release, think; then close the session.
-func (r *runner) workload(i int, conn *observedConn, lock recipes.Lock) func(ctx context.Context) {
+func (r *runner) workload(i int, conn *observedConn, lock Lock) func(ctx context.Context) {
 	return func(ctx context.Context) {
 		defer func() { r.done[i] = true }()
 		shared := r.sc.options(i).Read
@@ -273,6 +308,9 @@ func (r *runner) workload(i int, conn *observedConn, lock recipes.Lock) func(ctx
 			l := r.hist.add(lockRec{client: i, shared: shared, acquireCall: r.w.StepCount(), acquireCallTime: r.w.Now()})
 			lease, err := lock.Acquire(ctx)
 			l.acquireReturn, l.acquireReturnTime, l.acquireErr, l.returned = r.w.StepCount(), r.w.Now(), err, true
+			if err == nil && lease == nil {
+				err = errors.New("scenarios: Acquire returned neither a lease nor an error")
+			}
 			if err != nil {
 				r.hist.note(r.w, i, fmt.Sprintf("acquire failed: %v", err))
 				if conn.Sleep(ctx, acquireBackoff) != nil {
@@ -364,4 +402,21 @@ func (r *runner) probeTree() {
 	if err := r.w.RunFor(5 * time.Second); err != nil && !errors.Is(err, sim.ErrDeadlock) {
 		r.runErr = err
 	}
+}
+
+// Replay runs a scenario as its file says, with the simulator's trace
+// kept (Result.Trace) and the simulator's own history checked: two
+// replays of one scenario give the same trace, byte for byte.
+func Replay(sc *Scenario, o RunOptions) (*Result, error) {
+	o.Trace, o.Znodes, o.Strategy = true, true, nil
+	return Run(sc, o)
+}
+
+// ReplayFile parses a scenario file and replays it.
+func ReplayFile(path string, o RunOptions) (*Result, error) {
+	sc, err := ParseFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Replay(sc, o)
 }
