@@ -27,3 +27,45 @@ func BenchmarkRun5x10(b *testing.B) {
 	b.ReportMetric(float64(steps)/float64(b.N), "steps/run")
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
 }
+
+// BenchmarkExplore5x10 measures exploration throughput: complete
+// schedules of 5 clients × 10 lock cycles of fair-lock with a fenced
+// store and up to 3 faults of every kind, scheduling drawn through rapid,
+// checks included. Run with -cpu 1 for one core.
+func BenchmarkExplore5x10(b *testing.B) {
+	runs, steps := 0, uint64(0)
+	for i := range b.N {
+		res, err := Explore(ExploreOptions{Recipe: "fair-lock", Runs: 100, Seed: uint64(i), exactShape: true, Clients: 5, Cycles: 10})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Failure != nil {
+			b.Fatalf("%s", res.Failure.Verdict)
+		}
+		runs += res.Runs
+		steps += res.Steps
+	}
+	b.ReportMetric(float64(runs)/b.Elapsed().Seconds(), "schedules/s")
+	b.ReportMetric(float64(steps)/float64(runs), "steps/schedule")
+}
+
+// BenchmarkFirstViolation measures the wall time to the first violation
+// of each flawed variant and of the unfenced store.
+func BenchmarkFirstViolation(b *testing.B) {
+	for _, tg := range []struct {
+		recipe string
+		store  StoreKind
+	}{{"persistent-lock", StoreFenced}, {"unprotected-lock", StoreFenced}, {"lost-wakeup-lock", StoreFenced}, {"fair-lock", StoreUnfenced}} {
+		b.Run(tg.recipe+"-"+string(tg.store), func(b *testing.B) {
+			var total time.Duration
+			for i := range b.N {
+				res, err := Explore(ExploreOptions{Recipe: tg.recipe, Store: tg.store, Time: 30 * time.Second, Seed: uint64(i), Dir: b.TempDir(), ShrinkTime: time.Millisecond})
+				if err != nil || res.Failure == nil {
+					b.Fatalf("not found: %v", err)
+				}
+				total += res.ToFailure
+			}
+			b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms-to-violation")
+		})
+	}
+}

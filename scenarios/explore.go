@@ -62,6 +62,10 @@ type ExploreOptions struct {
 	ShrinkTime time.Duration
 	// CheckTimeout bounds each porcupine check (default 2 s).
 	CheckTimeout time.Duration
+
+	// exactShape draws exactly Clients clients and Cycles cycles (the
+	// throughput benchmark's fixed shape).
+	exactShape bool
 }
 
 // ExploreResult is what an exploration found.
@@ -158,12 +162,15 @@ func (o *ExploreOptions) fill() error {
 
 // drawScenario draws a workload and a fault schedule through t.
 func drawScenario(t *rapid.T, o *ExploreOptions) *Scenario {
-	minClients := min(2, o.Clients)
+	minClients, minCycles := min(2, o.Clients), 1
+	if o.exactShape {
+		minClients, minCycles = o.Clients, o.Cycles
+	}
 	sc := &Scenario{
 		Recipe:         o.Recipe,
 		Leases:         o.Leases,
 		Clients:        rapid.IntRange(minClients, o.Clients).Draw(t, "clients"),
-		Cycles:         rapid.IntRange(1, o.Cycles).Draw(t, "cycles"),
+		Cycles:         rapid.IntRange(minCycles, o.Cycles).Draw(t, "cycles"),
 		Hold:           time.Duration(rapid.IntRange(0, 50).Draw(t, "hold_ms")) * time.Millisecond,
 		Store:          o.Store,
 		SessionTimeout: o.SessionTimeout,

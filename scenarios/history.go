@@ -162,7 +162,7 @@ type observer struct {
 
 	sessionClient map[int64]int       // session -> client
 	lastApply     map[int64]uint64    // session -> the last step a request of it reached the server
-	deletes       map[string][]uint64 // lock node -> steps a delete of it reached the server
+	deletes       map[string][]uint64 // node -> steps a delete of it reached the server
 	closes        map[int64]uint64    // session -> step its closeSession request reached the server
 	expiries      []uint64            // steps of the server's own closeSession (expiries)
 	notifications int64               // watch notifications delivered (not NotWatching)
@@ -216,9 +216,7 @@ func (o *observer) Event(e sim.Event) {
 		}
 		switch e.Op {
 		case "delete":
-			if strings.HasPrefix(e.Path, LockRoot+"/") {
-				o.deletes[e.Path] = append(o.deletes[e.Path], e.Step)
-			}
+			o.deletes[e.Path] = append(o.deletes[e.Path], e.Step)
 		case "closeSession":
 			if _, ok := o.closes[e.Session]; !ok {
 				o.closes[e.Session] = e.Step
@@ -294,7 +292,13 @@ func (o *observer) nodeGone(node string, from uint64) (uint64, bool) {
 func (o *observer) zkEnd(l *lockRec) (uint64, bool) {
 	end, ok := uint64(0), false
 	take := func(st uint64, found bool) {
-		if found && st >= l.acquireReturn && (!ok || st < end) {
+		if !found {
+			return
+		}
+		// A node gone before the acquire returned makes an empty span:
+		// the lease was never held in ZooKeeper's view.
+		st = max(st, l.acquireReturn)
+		if !ok || st < end {
 			end, ok = st, true
 		}
 	}

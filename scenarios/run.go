@@ -312,7 +312,6 @@ func (r *runner) workload(i int, conn *observedConn, lock Lock) func(ctx context
 				err = errors.New("scenarios: Acquire returned neither a lease nor an error")
 			}
 			if err != nil {
-				r.hist.note(r.w, i, fmt.Sprintf("acquire failed: %v", err))
 				if conn.Sleep(ctx, acquireBackoff) != nil {
 					return
 				}

@@ -1,0 +1,86 @@
+package scenarios
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zklab/zklab/recipes"
+	"github.com/zklab/zklab/sim"
+)
+
+// TestLong is outside make test (ZKLAB_LONG=1): time to first violation
+// of every flawed variant and of the unfenced store over seeds, and the
+// correct recipes with the fenced store over ZKLAB_LONG_RUNS schedules
+// each (default 10,000) with every fault kind.
+func TestLong(t *testing.T) {
+	if os.Getenv("ZKLAB_LONG") == "" {
+		t.Skip("set ZKLAB_LONG=1")
+	}
+	type target struct {
+		recipe string
+		store  StoreKind
+	}
+	var targets []target
+	for _, r := range recipes.Recipes() {
+		if r.Flawed() {
+			targets = append(targets, target{r.Name, StoreFenced})
+		}
+	}
+	targets = append(targets, target{"fair-lock", StoreUnfenced})
+	const seeds = 9
+	for _, tg := range targets {
+		var times []time.Duration
+		var lines []int
+		for seed := uint64(1); seed <= seeds; seed++ {
+			res, err := Explore(ExploreOptions{Recipe: tg.recipe, Store: tg.store, Time: 30 * time.Second, Seed: seed, Dir: t.TempDir(), ShrinkTime: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Failure == nil {
+				t.Errorf("%s/%s seed %d: not found in 30 s (%d runs)", tg.recipe, tg.store, seed, res.Runs)
+				continue
+			}
+			times = append(times, res.ToFailure)
+			lines = append(lines, strings.Count(Format(res.Failure.Scenario), "\n"))
+		}
+		slices.Sort(times)
+		slices.Sort(lines)
+		if len(times) > 0 {
+			t.Logf("%-17s %-8s found %d/%d: median %v, max %v; shrunk scenario median %d lines (max %d)",
+				tg.recipe, tg.store, len(times), seeds, times[len(times)/2], times[len(times)-1], lines[len(lines)/2], lines[len(lines)-1])
+		}
+	}
+	runs := 10_000
+	if v := os.Getenv("ZKLAB_LONG_RUNS"); v != "" {
+		if _, err := parseIntInto(v, &runs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range recipes.Recipes() {
+		if r.Flawed() {
+			continue
+		}
+		for _, strategy := range []string{"random", "pct"} {
+			o := ExploreOptions{Recipe: r.Name, Runs: runs, Seed: 42, Strategy: strategy, Faults: sim.FaultKinds, Dir: t.TempDir(), ShrinkTime: 5 * time.Second}
+			if r.Name == "semaphore" {
+				o.Leases = 2
+			}
+			res, err := Explore(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Failure != nil {
+				t.Errorf("%s (%s): violation after %d runs:\n%s\n%s", r.Name, strategy, res.Runs, res.Failure.Verdict, Format(res.Failure.Scenario))
+				continue
+			}
+			t.Logf("%-16s %-6s %d schedules, %d steps, no violation (%v, %.0f schedules/s)", r.Name, strategy, res.Runs, res.Steps, res.Elapsed.Round(time.Millisecond), float64(res.Runs)/res.Elapsed.Seconds())
+		}
+	}
+}
+
+func parseIntInto(s string, out *int) (int, error) {
+	return *out, parseInt(s, 1, 100_000_000, out)
+}
