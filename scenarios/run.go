@@ -208,11 +208,13 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) *r
 }
 
 // quietPeriod is how long after the last fault the world is left alone
-// before a waiter that has not acquired counts as stuck: two session
-// timeouts (a crashed holder's session expires) and the client's
+// before a waiter that has not acquired counts as stuck: long enough for
+// a crashed holder's session to expire (one session timeout) and for a
+// client whose handshake was lost to give up on it (go-zookeeper waits
+// ten read timeouts, 10 × 2/3 of the session timeout), plus the
 // reconnect backoff.
 func (r *runner) quietPeriod() time.Duration {
-	return 2*r.sc.SessionTimeout + 3*time.Second
+	return 8*r.sc.SessionTimeout + 3*time.Second
 }
 
 // bound is the virtual time the workload needs without faults, with room
