@@ -454,3 +454,46 @@ func TestRunForStopsOnTime(t *testing.T) {
 		t.Fatalf("after another hour the time is %v", w.Now())
 	}
 }
+
+// Restarts that overlap keep the server down until the last one ends, and
+// every client finds it again; an expiry asked of a server that is down
+// does nothing.
+func TestOverlappingRestarts(t *testing.T) {
+	w, cs := newWorld(t, 14, 2, 10*time.Second)
+	a, b := cs[0], cs[1]
+	var downAt, upAt time.Duration
+	var sessionBefore, sessionAfter int64
+	w.Go(a, "a", func(ctx context.Context) {
+		a.Create(ctx, "/e", nil, zk.FlagEphemeral, acl)
+		sessionBefore = a.SessionID()
+		w.Inject(Fault{Kind: FaultRestart, Duration: 5 * time.Second})
+		downAt = w.Now()
+		a.Sleep(ctx, 2*time.Second)
+		w.Inject(Fault{Kind: FaultRestart, Duration: 5 * time.Second}) // up at 7s, not 5s
+		w.Inject(Fault{Kind: FaultExpire, Client: 1})                  // the server is down
+		for {
+			if ok, _, err := a.Exists(ctx, "/e"); err == nil {
+				if !ok {
+					t.Error("the ephemeral of a live session is gone")
+				}
+				break
+			}
+			a.Sleep(ctx, 100*time.Millisecond)
+		}
+		upAt = w.Now()
+		sessionAfter = a.SessionID()
+	})
+	w.Go(b, "b", func(ctx context.Context) {
+		b.Sleep(ctx, 12*time.Second)
+		if _, err := b.Create(ctx, "/after", nil, 0, acl); err != nil {
+			t.Errorf("b after the restarts: %v", err)
+		}
+	})
+	run(t, w)
+	if upAt-downAt < 7*time.Second {
+		t.Errorf("the server answered %v after going down, before the second restart ended", upAt-downAt)
+	}
+	if sessionBefore != sessionAfter {
+		t.Errorf("session %#x before the restarts, %#x after", sessionBefore, sessionAfter)
+	}
+}

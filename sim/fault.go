@@ -139,15 +139,26 @@ func (w *World) Inject(f Fault) error {
 	case FaultCrash:
 		c.crash()
 	case FaultExpire:
+		if !w.serverUp {
+			// A server that is down expires nothing.
+			w.emit(Event{Kind: "fault", Client: c.id, Detail: "the server is down: nothing to expire"})
+			return nil
+		}
 		if c.sessionID != 0 && w.server.ExpireSession(w.nowMs(), c.sessionID) && c.conn != nil {
 			w.reset(c.conn, "the server expired the session")
 		}
 	case FaultRestart:
+		// A restart while the server is already down extends the downtime:
+		// the server comes up once, when the last restart ends.
 		w.serverUp = false
+		w.serverDownUntilNs = max(w.serverDownUntilNs, w.nowNs+int64(f.Duration))
 		for _, conn := range slices.Clone(w.conns) {
 			w.reset(conn, "server restarting")
 		}
 		w.after(int64(f.Duration), nil, "server restarted", func() {
+			if w.serverUp || w.nowNs < w.serverDownUntilNs {
+				return // a later restart is still under way
+			}
 			w.serverUp = true
 			w.server.Restart(w.nowMs())
 			w.emit(Event{Kind: "fault", Detail: "server up again"})

@@ -72,13 +72,13 @@ type World struct {
 	connsClosed bool       // some connection may be ready to forget
 	connSeq     ConnID
 
-	current  *task // the task holding the baton, nil for the Run caller
-	main     *task // the Run caller, as a pseudo-task
-	stopErr  error
-	running  bool
-	closed   bool
-	faults   []ScheduledFault
-	dialable int64 // the server accepts connections from this time on (restart)
+	current           *task // the task holding the baton, nil for the Run caller
+	main              *task // the Run caller, as a pseudo-task
+	stopErr           error
+	running           bool
+	closed            bool
+	faults            []ScheduledFault
+	serverDownUntilNs int64 // a restarting server comes up at this time
 
 	trace    *tracer
 	history  history
