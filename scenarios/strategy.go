@@ -19,7 +19,7 @@ type Source interface {
 type RapidSource struct {
 	T       *rapid.T
 	Label   string
-	gens    []*rapid.Generator[int]
+	gens    map[int]*rapid.Generator[int] // by n; looked up, never ranged over
 	failure any
 }
 
@@ -28,8 +28,13 @@ func (s *RapidSource) Draw(n int) int {
 	if s.failure != nil || n <= 1 {
 		return 0
 	}
-	for len(s.gens) < n {
-		s.gens = append(s.gens, rapid.IntRange(0, len(s.gens)))
+	if s.gens == nil {
+		s.gens = map[int]*rapid.Generator[int]{}
+	}
+	g, ok := s.gens[n]
+	if !ok {
+		g = rapid.IntRange(0, n-1)
+		s.gens[n] = g
 	}
 	var v int
 	func() {
@@ -38,7 +43,7 @@ func (s *RapidSource) Draw(n int) int {
 				s.failure = r
 			}
 		}()
-		v = s.gens[n-1].Draw(s.T, s.Label)
+		v = g.Draw(s.T, s.Label)
 	}()
 	return v
 }
