@@ -14,8 +14,8 @@ import (
 )
 
 // A backend is a ZooKeeper the recipe table runs against: the simulator
-// here; the real-ZooKeeper issue adds a real server with the same
-// interface, so the same table runs on both.
+// here, a real server in real_test.go, with the same interface, so the
+// same table runs on both.
 type backend struct {
 	name string
 	// faults: the backend injects faults (connection loss with the
@@ -24,6 +24,11 @@ type backend struct {
 	// exact: every step is scheduled, so herd figures are exact.
 	exact bool
 	open  func(t *testing.T, seed uint64) env
+	// lossKinds are the connection losses the backend injects at a chosen
+	// request; nil: drop-request and drop-reply.
+	lossKinds []sim.FaultKind
+	// concurrent: a group runs independent subtests at once (see group).
+	concurrent bool
 }
 
 // An env is one fresh ZooKeeper and the clients of one test.
@@ -108,7 +113,7 @@ func (e *simEnv) Watches() int {
 func (e *simEnv) Close() { e.w.Close() }
 
 // backends are the backends the table runs on.
-var backends = []backend{simBackend}
+var backends = []backend{simBackend, realBackend}
 
 // forEachBackend runs f on every backend.
 func forEachBackend(t *testing.T, f func(t *testing.T, b backend)) {

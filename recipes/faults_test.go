@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,7 +46,7 @@ func faultRun(t *testing.T, b backend, r recipes.Recipe, f connFault) (acquireCa
 			}
 		}
 	}
-	done := false
+	var done atomic.Bool // the faulty client is done
 	e.Go(oc, "other", func(ctx context.Context) {
 		lease, err := other.Acquire(ctx)
 		if err != nil {
@@ -54,7 +55,7 @@ func faultRun(t *testing.T, b backend, r recipes.Recipe, f connFault) (acquireCa
 		}
 		oc.Sleep(ctx, 2*time.Second)
 		lease.Release(ctx)
-		for i := 0; !done && i < 600; i++ {
+		for i := 0; !done.Load() && i < 600; i++ {
 			oc.Sleep(ctx, 100*time.Millisecond)
 		}
 		actx, cancel := within(oc, 30*time.Second)
@@ -69,7 +70,7 @@ func faultRun(t *testing.T, b backend, r recipes.Recipe, f connFault) (acquireCa
 		}
 	})
 	e.Go(fc, "faulty", func(ctx context.Context) {
-		defer func() { done = true }()
+		defer done.Store(true)
 		fc.Sleep(ctx, 100*time.Millisecond)
 		arm("acquire")
 		actx, cancel := within(fc, time.Minute)
@@ -101,27 +102,36 @@ func faultRun(t *testing.T, b backend, r recipes.Recipe, f connFault) (acquireCa
 
 // TestConnectionLossAtEveryStep injects a connection loss, with the
 // request dropped and with the reply dropped after the server applied it,
-// at each request of acquire and of release in turn.
+// at each request of acquire and of release in turn. A real server runs
+// the drop-reply cases only (see realBackend).
 func TestConnectionLossAtEveryStep(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		if !b.faults {
 			t.Skip("no fault injection")
 		}
+		kinds := b.lossKinds
+		if kinds == nil {
+			kinds = []sim.FaultKind{sim.FaultDropRequest, sim.FaultDropReply}
+		}
+		recipeGroup := newGroup(t, b)
+		defer recipeGroup.wait()
 		for _, r := range correctRecipes() {
-			t.Run(r.Name, func(t *testing.T) {
+			recipeGroup.run(r.Name, func(t *testing.T) {
 				acq, rel := faultRun(t, b, r, connFault{})
 				if acq == 0 || rel == 0 {
 					t.Fatalf("acquire made %d requests, release %d", acq, rel)
 				}
+				g := newGroup(t, b)
+				defer g.wait()
 				cases := 0
-				for _, kind := range []sim.FaultKind{sim.FaultDropRequest, sim.FaultDropReply} {
+				for _, kind := range kinds {
 					for _, phase := range []struct {
 						name string
 						n    int
 					}{{"acquire", acq}, {"release", rel}} {
 						for at := 1; at <= phase.n; at++ {
 							f := connFault{phase: phase.name, kind: kind, at: at}
-							t.Run(fmt.Sprintf("%s-%s-%d", kind, phase.name, at), func(t *testing.T) { faultRun(t, b, r, f) })
+							g.run(fmt.Sprintf("%s-%s-%d", kind, phase.name, at), func(t *testing.T) { faultRun(t, b, r, f) })
 							cases++
 						}
 					}
@@ -136,11 +146,13 @@ func TestConnectionLossAtEveryStep(t *testing.T) {
 // acquire starts over in the new session and succeeds; nothing is left.
 func TestExpiryWhileWaiting(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
+		g := newGroup(t, b)
+		defer g.wait()
 		if !b.faults {
 			t.Skip("no fault injection")
 		}
 		for _, r := range correctRecipes() {
-			t.Run(r.Name, func(t *testing.T) {
+			g.run(r.Name, func(t *testing.T) {
 				e := b.open(t, 29)
 				const dir = "/locks/e"
 				hc, wc := e.Conn(t), e.Conn(t)
@@ -186,11 +198,13 @@ func TestExpiryWhileWaiting(t *testing.T) {
 // fencing token, and nothing is left.
 func TestExpiryWhileHolding(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
+		g := newGroup(t, b)
+		defer g.wait()
 		if !b.faults {
 			t.Skip("no fault injection")
 		}
 		for _, r := range correctRecipes() {
-			t.Run(r.Name, func(t *testing.T) {
+			g.run(r.Name, func(t *testing.T) {
 				e := b.open(t, 31)
 				const dir = "/locks/h"
 				hc, wc := e.Conn(t), e.Conn(t)

@@ -3,6 +3,7 @@ package recipes_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,12 +57,18 @@ func TestPersistentLockFlaw(t *testing.T) {
 		if !b.faults {
 			t.Skip("no fault injection")
 		}
-		if got, left := crashedHolder(t, b, "fair-lock"); !got || len(left) != 0 {
-			t.Errorf("fair-lock after a crashed holder: got the lock %v, left %v", got, left)
-		}
-		if got, left := crashedHolder(t, b, "persistent-lock"); got || len(left) != 1 {
-			t.Errorf("persistent-lock after a crashed holder: got the lock %v, left %v; want it blocked behind the orphan", got, left)
-		}
+		g := newGroup(t, b)
+		defer g.wait()
+		g.run("fair-lock", func(t *testing.T) {
+			if got, left := crashedHolder(t, b, "fair-lock"); !got || len(left) != 0 {
+				t.Errorf("fair-lock after a crashed holder: got the lock %v, left %v", got, left)
+			}
+		})
+		g.run("persistent-lock", func(t *testing.T) {
+			if got, left := crashedHolder(t, b, "persistent-lock"); got || len(left) != 1 {
+				t.Errorf("persistent-lock after a crashed holder: got the lock %v, left %v; want it blocked behind the orphan", got, left)
+			}
+		})
 	})
 }
 
@@ -118,12 +125,18 @@ func TestUnprotectedLockFlaw(t *testing.T) {
 		if !b.faults {
 			t.Skip("no fault injection")
 		}
-		if got, left := lostCreateReply(t, b, "fair-lock"); !got || len(left) != 0 {
-			t.Errorf("fair-lock after a lost create reply: got the lock %v, left %v", got, left)
-		}
-		if got, left := lostCreateReply(t, b, "unprotected-lock"); got || len(left) != 1 {
-			t.Errorf("unprotected-lock after a lost create reply: got the lock %v, left %v; want it stuck behind its orphan", got, left)
-		}
+		g := newGroup(t, b)
+		defer g.wait()
+		g.run("fair-lock", func(t *testing.T) {
+			if got, left := lostCreateReply(t, b, "fair-lock"); !got || len(left) != 0 {
+				t.Errorf("fair-lock after a lost create reply: got the lock %v, left %v", got, left)
+			}
+		})
+		g.run("unprotected-lock", func(t *testing.T) {
+			if got, left := lostCreateReply(t, b, "unprotected-lock"); got || len(left) != 1 {
+				t.Errorf("unprotected-lock after a lost create reply: got the lock %v, left %v; want it stuck behind its orphan", got, left)
+			}
+		})
 	})
 }
 
@@ -136,7 +149,7 @@ func vanishingPredecessor(t *testing.T, b backend, name, watchOp string) bool {
 	const dir = "/locks/wake"
 	hc := e.Conn(t)
 	wc := newProbe(e.Conn(t), nil)
-	var held *recipes.Lease
+	var held atomic.Pointer[recipes.Lease] // the holder's lease, until released
 	got := false
 	e.Go(hc, "holder", func(ctx context.Context) {
 		lease, err := r.New(hc, dir, recipes.Options{}).Acquire(ctx)
@@ -144,17 +157,17 @@ func vanishingPredecessor(t *testing.T, b backend, name, watchOp string) bool {
 			t.Errorf("holder: %v", err)
 			return
 		}
-		held = lease
+		held.Store(lease)
 	})
 	e.Go(wc, "waiter", func(ctx context.Context) {
 		wc.Sleep(ctx, 100*time.Millisecond)
 		wc.before = func(_ int, op string) {
-			if op == watchOp && held != nil {
+			if lease := held.Load(); op == watchOp && lease != nil {
 				// The holder releases between the listing and the watch.
-				if err := held.Release(ctx); err != nil {
+				if err := lease.Release(ctx); err != nil {
 					t.Errorf("release: %v", err)
 				}
-				held = nil
+				held.Store(nil)
 			}
 		}
 		actx, cancel := within(wc, 2*sessionTimeout)
@@ -166,7 +179,7 @@ func vanishingPredecessor(t *testing.T, b backend, name, watchOp string) bool {
 		} else if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("waiter: %v", err)
 		}
-		if held != nil {
+		if held.Load() != nil {
 			t.Error("the holder never released: the scenario did not happen")
 		}
 	})
@@ -181,11 +194,17 @@ func vanishingPredecessor(t *testing.T, b backend, name, watchOp string) bool {
 // fires, on a free lock (seed 002).
 func TestLostWakeupLockFlaw(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		if !vanishingPredecessor(t, b, "fair-lock", "getW") {
-			t.Error("fair-lock missed the release of its predecessor")
-		}
-		if vanishingPredecessor(t, b, "lost-wakeup-lock", "existsW") {
-			t.Error("lost-wakeup-lock got the lock: the flaw did not show")
-		}
+		g := newGroup(t, b)
+		defer g.wait()
+		g.run("fair-lock", func(t *testing.T) {
+			if !vanishingPredecessor(t, b, "fair-lock", "getW") {
+				t.Error("fair-lock missed the release of its predecessor")
+			}
+		})
+		g.run("lost-wakeup-lock", func(t *testing.T) {
+			if vanishingPredecessor(t, b, "lost-wakeup-lock", "existsW") {
+				t.Error("lost-wakeup-lock got the lock: the flaw did not show")
+			}
+		})
 	})
 }

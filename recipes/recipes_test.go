@@ -124,8 +124,10 @@ func TestRegistry(t *testing.T) {
 // fencing tokens grow strictly in grant order; nothing is left behind.
 func TestMutualExclusion(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
+		g := newGroup(t, b)
+		defer g.wait()
 		for _, r := range correctRecipes() {
-			t.Run(r.Name, func(t *testing.T) {
+			g.run(r.Name, func(t *testing.T) {
 				for seed := uint64(1); seed <= 3; seed++ {
 					e := b.open(t, seed)
 					const clients, rounds = 4, 3
@@ -172,11 +174,13 @@ func TestMutualExclusion(t *testing.T) {
 // that order (creation order of their nodes).
 func TestFairness(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
+		g := newGroup(t, b)
+		defer g.wait()
 		for _, r := range correctRecipes() {
 			if !fairRecipes[r.Name] {
 				continue
 			}
-			t.Run(r.Name, func(t *testing.T) {
+			g.run(r.Name, func(t *testing.T) {
 				e := b.open(t, 7)
 				const waiters = 6
 				var order []int
@@ -226,8 +230,10 @@ func TestFairness(t *testing.T) {
 // node behind; the lock then works.
 func TestTimeoutCancelTry(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
+		g := newGroup(t, b)
+		defer g.wait()
 		for _, r := range correctRecipes() {
-			t.Run(r.Name, func(t *testing.T) {
+			g.run(r.Name, func(t *testing.T) {
 				e := b.open(t, 3)
 				const dir = "/locks/t"
 				h, cb, cc, cd := e.Conn(t), e.Conn(t), e.Conn(t), e.Conn(t)
@@ -298,8 +304,10 @@ func TestTimeoutCancelTry(t *testing.T) {
 // still holds: the lock nodes are exactly the holder's.
 func TestTimeoutLeavesOnlyTheHolder(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
+		g := newGroup(t, b)
+		defer g.wait()
 		for _, r := range correctRecipes() {
-			t.Run(r.Name, func(t *testing.T) {
+			g.run(r.Name, func(t *testing.T) {
 				e := b.open(t, 5)
 				const dir = "/locks/o"
 				h, w := e.Conn(t), e.Conn(t)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,8 +31,10 @@ func tryOther(ctx context.Context, l recipes.Lock) (bool, error) {
 // on itself.
 func TestReentrancy(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
+		g := newGroup(t, b)
+		defer g.wait()
 		for _, name := range []string{"reentrant-mutex", "rw-lock", "herd-rw-lock", "multi-lock"} {
-			t.Run(name, func(t *testing.T) {
+			g.run(name, func(t *testing.T) {
 				r, _ := recipes.Lookup(name)
 				e := b.open(t, 11)
 				a, o := e.Conn(t), e.Conn(t)
@@ -71,7 +75,7 @@ func TestReentrancy(t *testing.T) {
 			})
 		}
 		for _, name := range []string{"semaphore-mutex", "fair-lock", "exclusive-lock"} {
-			t.Run("not-"+name, func(t *testing.T) {
+			g.run("not-"+name, func(t *testing.T) {
 				r, _ := recipes.Lookup(name)
 				e := b.open(t, 12)
 				a := e.Conn(t)
@@ -104,21 +108,41 @@ func TestReentrancy(t *testing.T) {
 // holder may read, and a reader never upgrades.
 func TestReadWriteSharing(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
+		g := newGroup(t, b)
+		defer g.wait()
 		for _, variant := range []struct {
 			name  string
 			newRW func(recipes.Conn, string) *recipes.RWLock
 		}{{"rw-lock", recipes.NewRWLock}, {"herd-rw-lock", recipes.NewHerdRWLock}} {
 			newRW := variant.newRW
-			t.Run(variant.name, func(t *testing.T) {
+			g.run(variant.name, func(t *testing.T) {
 				e := b.open(t, 13)
 				const dir = "/locks/rw"
+				var mu sync.Mutex // the roles' tasks are goroutines on a real server
 				readers, writers, maxReaders := 0, 0, 0
 				var log []string
-				check := func() {
+				enter := func(i int, write bool) {
+					mu.Lock()
+					defer mu.Unlock()
+					if write {
+						writers++
+					} else {
+						readers++
+					}
+					log = append(log, fmt.Sprint(i))
 					if writers > 1 || writers == 1 && readers > 0 {
 						t.Errorf("%d writers and %d readers at once", writers, readers)
 					}
 					maxReaders = max(maxReaders, readers)
+				}
+				exit := func(write bool) {
+					mu.Lock()
+					defer mu.Unlock()
+					if write {
+						writers--
+					} else {
+						readers--
+					}
 				}
 				// Three readers from t=0, a writer at 100ms, a reader at
 				// 200ms (behind the writer), each holding 1s.
@@ -140,19 +164,9 @@ func TestReadWriteSharing(t *testing.T) {
 							t.Errorf("role %d: %v", i, err)
 							return
 						}
-						if role.write {
-							writers++
-						} else {
-							readers++
-						}
-						log = append(log, fmt.Sprint(i))
-						check()
+						enter(i, role.write)
 						c.Sleep(ctx, time.Second)
-						if role.write {
-							writers--
-						} else {
-							readers--
-						}
+						exit(role.write)
 						lease.Release(ctx)
 					})
 				}
@@ -256,14 +270,15 @@ func TestMultiLockAllOrNothing(t *testing.T) {
 		e := b.open(t, 17)
 		members := []string{"/m/0", "/m/1"}
 		a, o := e.Conn(t), e.Conn(t)
-		var held []string
+		var held atomic.Pointer[[]string] // the member holder's nodes
 		e.Go(o, "member-holder", func(ctx context.Context) {
 			lease, err := recipes.NewReentrantMutex(o, "/m/1").Acquire(ctx)
 			if err != nil {
 				t.Errorf("member: %v", err)
 				return
 			}
-			held = lease.Nodes()
+			nodes := lease.Nodes()
+			held.Store(&nodes)
 			o.Sleep(ctx, 3*time.Second)
 			lease.Release(ctx)
 		})
@@ -277,8 +292,8 @@ func TestMultiLockAllOrNothing(t *testing.T) {
 				t.Errorf("multi-lock over a taken member: %v, want a deadline error", err)
 			}
 			left, err := lockNodes(ctx, a, "/m")
-			if err != nil || len(left) != 1 || left[0] != held[0] {
-				t.Errorf("lock nodes %v (%v), want only the member holder's %v", left, err, held)
+			if nodes := held.Load(); err != nil || nodes == nil || len(left) != 1 || left[0] != (*nodes)[0] {
+				t.Errorf("lock nodes %v (%v), want only the member holder's %v", left, err, nodes)
 			}
 			if _, err := ml.TryAcquire(ctx); !errors.Is(err, recipes.ErrNotAcquired) {
 				t.Errorf("TryAcquire: %v, want ErrNotAcquired", err)
