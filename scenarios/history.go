@@ -161,10 +161,9 @@ type observer struct {
 	text strings.Builder
 
 	sessionClient map[int64]int       // session -> client
-	lastApply     map[int64]uint64    // session -> the last step a request of it reached the server
 	deletes       map[string][]uint64 // node -> steps a delete of it reached the server
 	closes        map[int64]uint64    // session -> step its closeSession request reached the server
-	expiries      []uint64            // steps of the server's own closeSession (expiries)
+	expiries      map[int64]uint64    // the step of each session's expiry (the server's own closeSession)
 	notifications int64               // watch notifications delivered (not NotWatching)
 	crashStep     map[int]uint64      // client -> the step it crashed at
 	lastFaultEnd  time.Duration       // when the last fault injected so far ends
@@ -184,9 +183,9 @@ func newObserver(keep bool) *observer {
 	return &observer{
 		keep:           keep,
 		sessionClient:  map[int64]int{},
-		lastApply:      map[int64]uint64{},
 		deletes:        map[string][]uint64{},
 		closes:         map[int64]uint64{},
+		expiries:       map[int64]uint64{},
 		crashStep:      map[int]uint64{},
 		persistentDirs: map[string]bool{},
 	}
@@ -211,9 +210,6 @@ func (o *observer) Event(e sim.Event) {
 			}
 		}
 	case "apply":
-		if e.Session != 0 {
-			o.lastApply[e.Session] = e.Step
-		}
 		switch e.Op {
 		case "delete":
 			o.deletes[e.Path] = append(o.deletes[e.Path], e.Step)
@@ -223,8 +219,10 @@ func (o *observer) Event(e sim.Event) {
 			}
 		}
 	case "server":
-		if e.Detail == "closeSession applied" {
-			o.expiries = append(o.expiries, e.Step)
+		if e.Session != 0 && strings.HasPrefix(e.Detail, "closeSession applied") {
+			if _, ok := o.expiries[e.Session]; !ok {
+				o.expiries[e.Session] = e.Step
+			}
 		} else if e.Client != 0 && strings.HasSuffix(e.Detail, "closed by the client") {
 			o.fins = append(o.fins, fin{client: e.Client, step: e.Step})
 		}
@@ -258,20 +256,18 @@ func (o *observer) Event(e sim.Event) {
 	}
 }
 
-// sessionEnd is the step at which the server ended session s, as far as
-// the trace tells: its closeSession request, or else the first expiry
-// after the last request of it that reached the server. Expiries do not
-// name their session in the trace, so the second is the earliest the
-// expiry can have been: a lease ends no later in ZooKeeper's view than
-// this says, which errs towards fewer overlaps, never more.
+// sessionEnd is the step at which the server ended session s: its
+// closeSession request, or its expiry, whichever came first.
 func (o *observer) sessionEnd(s int64) (uint64, bool) {
-	if st, ok := o.closes[s]; ok {
-		return st, true
-	}
-	last := o.lastApply[s]
-	i, _ := slices.BinarySearch(o.expiries, last+1)
-	if i < len(o.expiries) {
-		return o.expiries[i], true
+	closed, byClose := o.closes[s]
+	expired, byExpiry := o.expiries[s]
+	switch {
+	case byClose && byExpiry:
+		return min(closed, expired), true
+	case byClose:
+		return closed, true
+	case byExpiry:
+		return expired, true
 	}
 	return 0, false
 }

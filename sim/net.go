@@ -169,8 +169,8 @@ func (w *World) take(st Step) {
 		heap.Remove(&w.timers, st.timer.index)
 		st.timer.fire()
 	case StepServerInternal:
-		w.server.StepInternal(w.nowMs())
-		w.emit(Event{Kind: "server", Detail: "closeSession applied", Zxid: w.server.LastZxid()})
+		id := w.server.StepInternal(w.nowMs())
+		w.emit(Event{Kind: "server", Session: id, Detail: "closeSession applied: session expired", Zxid: w.server.LastZxid()})
 		w.drainServer()
 	}
 	w.pruneConns()

@@ -381,11 +381,54 @@ func (s *Server) expire(id int64) {
 // a go-zookeeper caller ever sees zk.ErrSessionExpired.
 func (s *Server) HasInternal() bool { return len(s.closingQueue) > 0 }
 
-// StepInternal applies the oldest queued closeSession.
-func (s *Server) StepInternal(nowMs int64) {
+// StepInternal applies the oldest queued closeSession and returns the
+// session it closed.
+func (s *Server) StepInternal(nowMs int64) int64 {
 	id := s.closingQueue[0]
 	s.closingQueue = s.closingQueue[1:]
 	s.closeSession(nowMs, id, nil)
+	return id
+}
+
+// NodeInfo is what the server holds of one znode, for inspection.
+type NodeInfo struct {
+	Path     string
+	Stat     zk.Stat // as a client would see it
+	Data     []byte
+	Children []string // in the order the server lists them
+	// Owner is the session of an ephemeral node, 0 for any other (the
+	// Stat hides the owner of containers and TTL nodes, as a server does).
+	Owner int64
+}
+
+// Node returns what the server holds of path, if it exists. It changes
+// nothing and sends nothing: for checks and tests, not for clients.
+func (s *Server) Node(path string) (NodeInfo, bool) {
+	n := s.nodes[path]
+	if n == nil {
+		return NodeInfo{}, false
+	}
+	info := NodeInfo{Path: path, Stat: n.stat(), Data: slices.Clone(n.data), Children: []string{}}
+	if n.children != nil {
+		info.Children = n.children.ordered()
+	}
+	if ownerKind(n.ephemeralOwner) == ownerSession {
+		info.Owner = n.ephemeralOwner
+	}
+	return info, true
+}
+
+// Sessions returns the ids of the live sessions, in order; a session whose
+// expiry is decided but whose close is not yet applied is not live.
+func (s *Server) Sessions() []int64 {
+	var ids []int64
+	for id, sess := range s.sessions {
+		if !sess.closing {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // HasConn reports whether the server still has the connection open; a
