@@ -156,12 +156,14 @@ func TestExpiryWhileWaiting(t *testing.T) {
 				e := b.open(t, 29)
 				const dir = "/locks/e"
 				hc, wc := e.Conn(t), e.Conn(t)
+				var held atomic.Bool
 				e.Go(hc, "holder", func(ctx context.Context) {
 					lease, err := r.New(hc, dir, recipes.Options{}).Acquire(ctx)
 					if err != nil {
 						t.Errorf("holder: %v", err)
 						return
 					}
+					held.Store(true)
 					hc.Sleep(ctx, time.Second)
 					e.Inject(wc, sim.FaultExpire, 0)
 					hc.Sleep(ctx, 5*time.Second)
@@ -169,6 +171,7 @@ func TestExpiryWhileWaiting(t *testing.T) {
 				})
 				e.Go(wc, "waiter", func(ctx context.Context) {
 					wc.Sleep(ctx, 100*time.Millisecond)
+					awaitFlag(ctx, wc, &held)
 					first := wc.Session().ID
 					actx, cancel := within(wc, time.Minute)
 					defer cancel()
@@ -209,6 +212,7 @@ func TestExpiryWhileHolding(t *testing.T) {
 				const dir = "/locks/h"
 				hc, wc := e.Conn(t), e.Conn(t)
 				var holderToken, nextToken int64
+				var held atomic.Bool
 				e.Go(hc, "holder", func(ctx context.Context) {
 					lease, err := r.New(hc, dir, recipes.Options{}).Acquire(ctx)
 					if err != nil {
@@ -216,6 +220,7 @@ func TestExpiryWhileHolding(t *testing.T) {
 						return
 					}
 					holderToken = lease.Token()
+					held.Store(true)
 					hc.Sleep(ctx, time.Second)
 					e.Inject(hc, sim.FaultExpire, 0)
 					wctx, cancel := within(hc, time.Minute)
@@ -236,6 +241,7 @@ func TestExpiryWhileHolding(t *testing.T) {
 				})
 				e.Go(wc, "next", func(ctx context.Context) {
 					wc.Sleep(ctx, 100*time.Millisecond)
+					awaitFlag(ctx, wc, &held)
 					actx, cancel := within(wc, time.Minute)
 					defer cancel()
 					lease, err := r.New(wc, dir, recipes.Options{}).Acquire(actx)
@@ -256,4 +262,15 @@ func TestExpiryWhileHolding(t *testing.T) {
 			})
 		}
 	})
+}
+
+// awaitFlag holds a task until flag is set (another task got where the
+// test needs it), at most awaitFlagPollsMax polls of 10ms. On the
+// simulator the flag is set long before; on a loaded real server a first
+// acquire can take longer than the head start a test gives it.
+func awaitFlag(ctx context.Context, c recipes.Conn, flag *atomic.Bool) {
+	const awaitFlagPollsMax = 3000
+	for i := 0; !flag.Load() && i < awaitFlagPollsMax; i++ {
+		c.Sleep(ctx, 10*time.Millisecond)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -312,6 +313,7 @@ func TestTimeoutLeavesOnlyTheHolder(t *testing.T) {
 				const dir = "/locks/o"
 				h, w := e.Conn(t), e.Conn(t)
 				var held []string
+				var granted atomic.Bool
 				e.Go(h, "holder", func(ctx context.Context) {
 					lease, err := r.New(h, dir, recipes.Options{}).Acquire(ctx)
 					if err != nil {
@@ -319,9 +321,11 @@ func TestTimeoutLeavesOnlyTheHolder(t *testing.T) {
 						return
 					}
 					held = lease.Nodes()
+					granted.Store(true)
 				})
 				e.Go(w, "waiter", func(ctx context.Context) {
 					w.Sleep(ctx, 100*time.Millisecond)
+					awaitFlag(ctx, w, &granted)
 					actx, cancel := within(w, time.Second)
 					defer cancel()
 					if _, err := r.New(w, dir, recipes.Options{}).Acquire(actx); !errors.Is(err, context.DeadlineExceeded) {
