@@ -255,6 +255,17 @@ func (r *runner) lockModel() porcupine.Model {
 // ends where ZooKeeper deleted its node or ended its session, which the
 // trace tells: a lost lease is not left open to infinity.
 func (r *runner) checkLock(timeout time.Duration) CheckResult {
+	ops := r.lockOperations()
+	res := porcupine.CheckOperationsTimeout(r.lockModel(), ops, timeout)
+	out := CheckResult{Name: CheckLock, Outcome: porcupineOutcome(res), Detail: fmt.Sprintf("%d operations", len(ops))}
+	if res == porcupine.Unknown {
+		out.Detail += fmt.Sprintf("; no answer within %v", timeout)
+	}
+	return out
+}
+
+// lockOperations is the lock's history as porcupine operations.
+func (r *runner) lockOperations() []porcupine.Operation {
 	var ops []porcupine.Operation
 	for _, l := range r.hist.locks {
 		if !l.returned {
@@ -286,17 +297,33 @@ func (r *runner) checkLock(timeout time.Duration) CheckResult {
 			Return:   int64(end),
 		})
 	}
-	res := porcupine.CheckOperationsTimeout(r.lockModel(), ops, timeout)
-	out := CheckResult{Name: CheckLock, Outcome: porcupineOutcome(res), Detail: fmt.Sprintf("%d operations", len(ops))}
+	return ops
+}
+
+// checkStore checks the store's history with porcupine: each critical
+// section is one update, from its read's call to its write's return.
+func (r *runner) checkStore(timeout time.Duration) CheckResult {
+	ops := r.storeOperations()
+	m := model.Store()
+	if r.store.fenced {
+		m = model.FencedStore()
+	}
+	res := porcupine.CheckOperationsTimeout(m, ops, timeout)
+	out := CheckResult{Name: CheckStore, Outcome: porcupineOutcome(res)}
+	out.Detail = fmt.Sprintf("value %d after %d writes", r.store.value, r.store.writes)
+	if len(r.store.lost) > 0 {
+		lu := r.store.lost[0]
+		out.Detail += fmt.Sprintf("; %d lost updates, the first at step %d: c%d (token %#x) wrote %d over %d, having read %d (c%d's update lost)",
+			len(r.store.lost), lu.step, lu.client, lu.token, lu.read+1, lu.current, lu.read, lu.previous)
+	}
 	if res == porcupine.Unknown {
 		out.Detail += fmt.Sprintf("; no answer within %v", timeout)
 	}
 	return out
 }
 
-// checkStore checks the store's history with porcupine: each critical
-// section is one update, from its read's call to its write's return.
-func (r *runner) checkStore(timeout time.Duration) CheckResult {
+// storeOperations is the store's history as porcupine operations.
+func (r *runner) storeOperations() []porcupine.Operation {
 	var ops []porcupine.Operation
 	for _, u := range r.hist.updates {
 		if !u.readDone {
@@ -314,22 +341,7 @@ func (r *runner) checkStore(timeout time.Duration) CheckResult {
 			Return:   int64(ret),
 		})
 	}
-	m := model.Store()
-	if r.store.fenced {
-		m = model.FencedStore()
-	}
-	res := porcupine.CheckOperationsTimeout(m, ops, timeout)
-	out := CheckResult{Name: CheckStore, Outcome: porcupineOutcome(res)}
-	out.Detail = fmt.Sprintf("value %d after %d writes", r.store.value, r.store.writes)
-	if len(r.store.lost) > 0 {
-		lu := r.store.lost[0]
-		out.Detail += fmt.Sprintf("; %d lost updates, the first at step %d: c%d (token %#x) wrote %d over %d, having read %d (c%d's update lost)",
-			len(r.store.lost), lu.step, lu.client, lu.token, lu.read+1, lu.current, lu.read, lu.previous)
-	}
-	if res == porcupine.Unknown {
-		out.Detail += fmt.Sprintf("; no answer within %v", timeout)
-	}
-	return out
+	return ops
 }
 
 type span struct {

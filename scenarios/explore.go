@@ -62,6 +62,9 @@ type ExploreOptions struct {
 	ShrinkTime time.Duration
 	// CheckTimeout bounds each porcupine check (default 2 s).
 	CheckTimeout time.Duration
+	// Progress, if set, is called after every run with the runs so far
+	// and the wall time since the search began (a CLI's progress line).
+	Progress func(runs int, elapsed time.Duration)
 
 	// exactShape draws exactly Clients clients and Cycles cycles (the
 	// throughput benchmark's fixed shape).
@@ -317,6 +320,9 @@ func Explore(o ExploreOptions) (*ExploreResult, error) {
 		if !failing {
 			res.Runs++
 			res.Steps += r.Steps
+			if o.Progress != nil {
+				o.Progress(res.Runs, time.Since(start))
+			}
 		}
 		if v := r.Verdict.Violations(o.Violations); len(v) > 0 {
 			if !failing {

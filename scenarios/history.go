@@ -156,9 +156,11 @@ func (h *history) text() string {
 // from the simulator's events (sessions, deletions of lock nodes, session
 // closes, watch notifications, faults), and the text trace if asked.
 type observer struct {
-	w    *sim.World
-	keep bool
-	text strings.Builder
+	w      *sim.World
+	keep   bool
+	report bool        // keep the events themselves, for a report
+	events []sim.Event // when report is set
+	text   strings.Builder
 
 	sessionClient map[int64]int       // session -> client
 	deletes       map[string][]uint64 // node -> steps a delete of it reached the server
@@ -198,6 +200,9 @@ func (o *observer) crashed(client int) bool {
 
 // Event implements sim.TraceSink.
 func (o *observer) Event(e sim.Event) {
+	if o.report {
+		o.events = append(o.events, e)
+	}
 	if o.keep {
 		o.text.WriteString(e.Text())
 		o.text.WriteByte('\n')

@@ -64,6 +64,9 @@ type RunOptions struct {
 	Lock string
 	// Trace keeps the simulator's text trace (Result.Trace).
 	Trace bool
+	// Report keeps what a report of the run draws (Result.Report): the
+	// trace's events, the holding intervals and porcupine's views.
+	Report bool
 	// Znodes keeps the simulator's operation history and checks it
 	// against model.Znode (the "zk-linearizable" check): slower.
 	Znodes bool
@@ -88,6 +91,8 @@ type Result struct {
 	Trace string
 	Steps uint64
 	Time  time.Duration
+	// Report holds what a report draws (RunOptions.Report).
+	Report *Report
 
 	hist *history
 }
@@ -187,6 +192,7 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) *r
 	}
 	r.rec = &recorder{inner: inner}
 	r.obs = newObserver(o.Trace)
+	r.obs.report = o.Report
 	maxSteps := o.MaxSteps
 	if maxSteps == 0 {
 		maxSteps = 2_000_000
@@ -273,6 +279,9 @@ func (r *runner) run() *Result {
 	res.hist = &r.hist
 	if r.opts.Trace {
 		res.Trace = r.obs.text.String()
+	}
+	if r.opts.Report {
+		res.Report = r.report(steps)
 	}
 	return res
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zklab/zklab/scenarios"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -50,6 +52,14 @@ func TestCommands(t *testing.T) {
 		{"herd.txt", []string{"herd", "--clients", "10,20"}, 0},
 		{"herd-json.txt", []string{"herd", "--clients", "5", "--recipe", "herd-rw-lock,rw-lock", "--json"}, 0},
 		{"tour.txt", []string{"tour"}, 0},
+		{"scenarios.txt", []string{"scenarios"}, 0},
+		{"run-fair-lock-10.txt", []string{"run", "fair-lock-10"}, 0},
+		{"run-split-brain-unfenced.txt", []string{"run", "split-brain-unfenced"}, 1},
+		{"run-json.txt", []string{"run", "--json", "lost-reply-unprotected"}, 1},
+		{"splitbrain.txt", []string{"splitbrain"}, 1},
+		{"splitbrain-fencing.txt", []string{"splitbrain", "--fencing"}, 0},
+		{"explore-fair-lock.txt", []string{"explore", "--recipe", "fair-lock", "--runs", "40", "--seed", "3"}, 0},
+		{"explore-shard.txt", []string{"explore", "--recipe", "rw-lock", "--runs", "20", "--shard", "2/4", "--strategy", "pct"}, 0},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			code, out, errOut := zklab(t, tc.args...)
@@ -100,6 +110,14 @@ func TestBadUsage(t *testing.T) {
 		{[]string{"herd", "--zk", "nohost"}, `--zk: "nohost" is not HOST:PORT`},
 		{[]string{"recipes", "extra"}, `unexpected argument "extra"`},
 		{[]string{"tour", "--x"}, "flag provided but not defined: -x"},
+		{[]string{"run"}, "want one scenario file or name, got 0 arguments"},
+		{[]string{"run", "no-such-scenario"}, "no such file, and no scenario of that name"},
+		{[]string{"run", "testdata/bad.scenario"}, "testdata/bad.scenario:3:"},
+		{[]string{"explore"}, "--recipe is required"},
+		{[]string{"explore", "--recipe", "fair-lock", "--faults", "meteor"}, `unknown fault kind "meteor"`},
+		{[]string{"explore", "--recipe", "fair-lock", "--shard", "5/4"}, `--shard: "5/4" is not K/N`},
+		{[]string{"explore", "--recipe", "fair-lock", "--strategy", "dfs"}, `--strategy: "dfs"`},
+		{[]string{"splitbrain", "now"}, `unexpected argument "now"`},
 	} {
 		code, _, errOut := zklab(t, tc.args...)
 		if code != 2 {
@@ -124,14 +142,48 @@ func TestHelpEverywhere(t *testing.T) {
 // The same command with the same seed prints the same output, byte for
 // byte.
 func TestDeterministicOutput(t *testing.T) {
+	out := t.TempDir()
 	for _, args := range [][]string{
 		{"herd", "--clients", "10", "--seed", "7"},
-		{"tour"},
+		{"explore", "--recipe", "persistent-lock", "--runs", "200", "--out", out},
 	} {
 		_, a, _ := zklab(t, args...)
 		_, b, _ := zklab(t, args...)
 		if a != b {
 			t.Errorf("zklab %s printed different output on two runs", strings.Join(args, " "))
 		}
+	}
+}
+
+// A failure found by explore replays from its file with `zklab run` to the
+// same violation, and the file prints back as it was written.
+func TestExploreRunRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errOut := zklab(t, "explore", "--recipe", "unprotected-lock", "--runs", "500", "--out", dir)
+	if code != 1 {
+		t.Fatalf("explore of a flawed recipe: exit %d, want 1; stderr %s", code, errOut)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.scenario"))
+	if len(files) != 1 || !strings.Contains(out, "zklab run "+files[0]) {
+		t.Fatalf("explore wrote %v and printed:\n%s", files, out)
+	}
+	text, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scenarios.Parse(files[0], string(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := scenarios.Format(sc); got != string(text) {
+		t.Errorf("the file does not print back as written:\n%s\n---\n%s", got, text)
+	}
+	code, runOut, _ := zklab(t, "run", files[0])
+	if code != 1 || !strings.Contains(runOut, "liveness            fail") || !strings.Contains(runOut, "expectations of the file met") {
+		t.Errorf("zklab run of the file: exit %d, output:\n%s", code, runOut)
+	}
+	_, again, _ := zklab(t, "run", files[0])
+	if again != runOut {
+		t.Error("two replays of one file printed different output")
 	}
 }

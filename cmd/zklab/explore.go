@@ -1,0 +1,215 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zklab/zklab/scenarios"
+	"github.com/zklab/zklab/sim"
+)
+
+func init() {
+	register(command{
+		name:    "explore",
+		summary: "explore fault schedules of a recipe; shrink a violation into a scenario file",
+		usage: `Usage: zklab explore --recipe NAME [--clients N] [--cycles N] [--faults LIST]
+                     [--runs N | --time D] [--seed S] [--strategy random|pct] [--depth D]
+                     [--store fenced|unfenced] [--out DIR] [--shard K/N] [--json]
+                     [--shrink-time D]
+
+Runs the recipe's workload (acquire, read and write a protected store,
+release) under drawn fault schedules and scheduling decisions, and checks
+every run. On a violation it shrinks the run, writes it as a scenario file
+in --out and prints the command that replays it. The same seed explores
+the same schedules. --shard K/N explores the K-th of N disjoint parts of
+the seed space, for a batch of machines. On a terminal a progress line
+goes to stderr.
+
+Fault kinds: drop-request, drop-reply, disconnect, partition, pause,
+crash, expire, restart (default: all; "none" for none).
+
+`,
+		run: runExplore,
+	})
+}
+
+func runExplore(args []string, stdout, stderr io.Writer) error {
+	c := find("explore")
+	fs := newFlags(c, stdout)
+	recipe := fs.String("recipe", "", "the recipe to explore (see 'zklab recipes')")
+	clients := fs.Int("clients", 5, "the most clients a run draws")
+	cycles := fs.Int("cycles", 3, "the most lock cycles per client a run draws")
+	faultList := fs.String("faults", "all", "fault kinds a run may draw, comma-separated, or all, or none")
+	runs := fs.Int("runs", 0, "stop after this many schedules (default 100 when --time is not set)")
+	budget := fs.Duration("time", 0, "stop after this much wall time")
+	seed := fs.Uint64("seed", 1, "exploration seed")
+	strategy := fs.String("strategy", "random", "scheduling strategy: random or pct")
+	depth := fs.Int("depth", 3, "PCT bug depth")
+	store := fs.String("store", "fenced", "the protected store: fenced or unfenced")
+	out := fs.String("out", ".", "directory for the scenario file of a violation")
+	shard := fs.String("shard", "1/1", "explore part K of N of the seed space")
+	asJSON := fs.Bool("json", false, "print one JSON object on stdout")
+	shrinkTime := fs.Duration("shrink-time", shrinkTimeDefault, "the most wall time shrinking a failure may take; a shrink cut short may differ between machines")
+	if err := parseFlags(fs, c, args, stdout); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	if *recipe == "" {
+		return usagef("--recipe is required (see 'zklab recipes')")
+	}
+	if _, err := lookupRecipe(*recipe); err != nil {
+		return err
+	}
+	if *strategy != "random" && *strategy != "pct" {
+		return usagef("--strategy: %q is neither random nor pct", *strategy)
+	}
+	if *store != "fenced" && *store != "unfenced" {
+		return usagef("--store: %q is neither fenced nor unfenced", *store)
+	}
+	if *runs < 0 || *budget < 0 || *clients < 1 || *cycles < 1 || *depth < 1 {
+		return usagef("--runs, --time, --clients, --cycles and --depth must be positive")
+	}
+	kinds, err := parseFaultKinds(*faultList)
+	if err != nil {
+		return err
+	}
+	k, n, err := parseShard(*shard)
+	if err != nil {
+		return err
+	}
+	o := scenarios.ExploreOptions{
+		Recipe: *recipe, Clients: *clients, Cycles: *cycles, Faults: kinds,
+		Runs: *runs, Time: *budget, Strategy: *strategy, Depth: *depth,
+		Store: scenarios.StoreKind(*store), Dir: *out, ShrinkTime: *shrinkTime,
+		// Shard k of n explores seeds n*seed+k-1: the shards of one seed
+		// never repeat each other's schedules.
+		Seed: *seed*uint64(n) + uint64(k-1),
+	}
+	if isTerminal(stderr) {
+		var last time.Duration
+		o.Progress = func(runs int, elapsed time.Duration) {
+			if elapsed-last < 200*time.Millisecond {
+				return
+			}
+			last = elapsed
+			fmt.Fprintf(stderr, "\r%d schedules, %.0f schedules/s, 0 violations, %v elapsed   ", runs, float64(runs)/elapsed.Seconds(), elapsed.Round(time.Second))
+		}
+	}
+	res, err := scenarios.Explore(o)
+	if o.Progress != nil {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if *asJSON {
+		return printExploreJSON(stdout, o, res)
+	}
+	faults := "faults " + joinKinds(sim.FaultKinds)
+	switch {
+	case kinds != nil && len(kinds) == 0:
+		faults = "no faults"
+	case len(kinds) > 0:
+		faults = "faults " + joinKinds(kinds)
+	}
+	fmt.Fprintf(stdout, "explored %d schedules of %s (%s strategy, %s, seed %d, shard %d/%d): %d simulator steps\n",
+		res.Runs, *recipe, *strategy, faults, *seed, k, n, res.Steps)
+	if res.Failure == nil {
+		fmt.Fprintln(stdout, "no violation")
+		return nil
+	}
+	fmt.Fprintf(stdout, "violation found at schedule %d, shrunk to %d faults and %d scheduling decisions:\n\n%s\n",
+		res.Runs+1, len(res.Failure.Scenario.Faults), len(res.Failure.Scenario.Schedule), res.Failure.Verdict.String())
+	fmt.Fprintf(stdout, "scenario file: %s\nreplay it with:\n  zklab run %s\n", res.File, res.File)
+	v := res.Failure.Verdict.Violations(nil)
+	return violationError{fmt.Sprintf("%s: %s", v[0].Name, oneLineText(v[0].Detail))}
+}
+
+func printExploreJSON(w io.Writer, o scenarios.ExploreOptions, res *scenarios.ExploreResult) error {
+	obj := map[string]any{
+		"recipe": o.Recipe, "strategy": o.Strategy, "seed": o.Seed, "runs": res.Runs, "steps": res.Steps,
+		"violations":           0,
+		"elapsed_wall_seconds": res.Elapsed.Seconds(),
+	}
+	if res.Failure != nil {
+		obj["violations"] = 1
+		obj["file"] = res.File
+		obj["command"] = "zklab run " + res.File
+		obj["to_failure_wall_seconds"] = res.ToFailure.Seconds()
+		var failed []string
+		for _, c := range res.Failure.Verdict.Violations(nil) {
+			failed = append(failed, c.Name)
+		}
+		obj["failed_checks"] = failed
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(obj); err != nil {
+		return err
+	}
+	if res.Failure != nil {
+		return violationError{"violation found: " + res.File}
+	}
+	return nil
+}
+
+// shrinkTimeDefault bounds shrinking generously: a shrink that ends by
+// itself gives the same file on every machine, one cut short may not.
+const shrinkTimeDefault = 2 * time.Minute
+
+func parseFaultKinds(list string) ([]sim.FaultKind, error) {
+	switch list {
+	case "all", "":
+		return nil, nil
+	case "none":
+		return []sim.FaultKind{}, nil
+	}
+	var kinds []sim.FaultKind
+	for _, f := range splitList(list) {
+		k := sim.FaultKind(f)
+		if !slices.Contains(sim.FaultKinds, k) {
+			return nil, usagef("--faults: unknown fault kind %q (known: %s)", f, joinKinds(sim.FaultKinds))
+		}
+		kinds = append(kinds, k)
+	}
+	return kinds, nil
+}
+
+func joinKinds(kinds []sim.FaultKind) string {
+	var s []string
+	for _, k := range kinds {
+		s = append(s, string(k))
+	}
+	return strings.Join(s, ",")
+}
+
+func parseShard(s string) (k, n int, err error) {
+	a, b, ok := strings.Cut(s, "/")
+	k, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || k < 1 || k > n {
+		return 0, 0, usagef("--shard: %q is not K/N with 1 <= K <= N", s)
+	}
+	return k, n, nil
+}
+
+func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// isTerminal reports whether w is a terminal, where a progress line may
+// redraw itself.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
