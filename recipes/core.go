@@ -232,6 +232,11 @@ type nodeMaker struct {
 	// create whose reply was lost is found again; unprotected-lock has it
 	// off.
 	protected bool
+	// session, when not zero, is the only session create may create in:
+	// once the client has another, create gives up with errSessionGone.
+	// The semaphore pins its lease node to the session of its gate node,
+	// so that a lease node is only ever added in the gate.
+	session int64
 }
 
 func (m *nodeMaker) ephemeral() bool { return m.flags&zk.FlagEphemeral != 0 }
@@ -249,6 +254,11 @@ func (m *nodeMaker) create(ctx context.Context, kind string) (lockNode, error) {
 		if err != nil {
 			m.settleAbandoned(ctx, guid, ambiguous)
 			return lockNode{}, err
+		}
+		if m.session != 0 && s.ID != m.session {
+			// The pinned session is gone, and an ambiguous create of it
+			// with it.
+			return lockNode{}, errSessionGone
 		}
 		if ambiguous != 0 {
 			if ambiguous == s.ID {

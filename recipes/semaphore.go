@@ -84,7 +84,25 @@ func (s *Semaphore) acquire(ctx context.Context, block bool) (*Lease, error) {
 		if err != nil {
 			return nil, err
 		}
-		lease, err := s.leases.acquireOnce(ctx, "lease-", within, block)
+		// The lease node is made in the gate's session only. The gate
+		// node is ephemeral: once its session is gone, so is the gate,
+		// and a lease node made in the next session would be added
+		// outside the gate, and left behind by the restart below, which
+		// counts on the lease node going with the gate's session. That
+		// was the liveness bug of scenarios/testdata/
+		// semaphore-mutex-expiry.scenario: a create of the lease node
+		// whose reply was lost, the session expired, the create made
+		// again in the new session (granted, the other holder gone),
+		// then the gate found gone and the acquire started over behind
+		// its own live lease node, waiting on itself forever. Curator's
+		// InterProcessSemaphoreV2 handles a lost session the same way in
+		// effect: an attempt that did not succeed returns its lease node
+		// (returnLease in a finally) and releases the gate, and a lease
+		// node gone with its session makes the whole acquire start over
+		// (RETRY_DUE_TO_MISSING_NODE), gate first.
+		leases := s.leases
+		leases.session = gate.session
+		lease, err := leases.acquireOnce(ctx, "lease-", within, block)
 		// Leave the gate whatever happened; a gate node whose delete is
 		// not settled is kept and deleted before the next acquire.
 		cctx, cancel := cleanupContext(ctx, s.conn)
@@ -97,11 +115,13 @@ func (s *Semaphore) acquire(ctx context.Context, block bool) (*Lease, error) {
 			return nil, err
 		}
 		if gerr != nil && !errors.Is(gerr, ErrLeaseLost) {
-			s.leases.abandon(ctx, lease)
+			leases.abandon(ctx, lease)
 			return nil, fmt.Errorf("leaving the gate of %s: %w", s.gate.dir, gerr)
 		}
 		if errors.Is(gerr, ErrLeaseLost) {
-			continue // the session went: so did the lease node
+			// The gate's session went, and with it the lease node, made
+			// in the same session.
+			continue
 		}
 		return nodeLease(s.conn, &s.rs, lease), nil
 	}
