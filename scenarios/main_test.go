@@ -50,12 +50,14 @@ func TestReadmeExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	snippet := regexp.MustCompile(`(?s)// README begin\n(.*)\n// README end`).FindSubmatch(src)
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if snippet == nil || !bytes.Contains(readme, snippet[1]) {
-		t.Errorf("README.md does not show the code between the README markers of readme_example_test.go")
+	for _, name := range []string{"README.md", "../README.md"} {
+		readme, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snippet == nil || !bytes.Contains(readme, snippet[1]) {
+			t.Errorf("%s does not show the code between the README markers of readme_example_test.go", name)
+		}
 	}
 	if n := bytes.Count(snippet[1], []byte("\n")) + 1; n > 20 {
 		t.Errorf("the README example is %d lines, want at most 20", n)
