@@ -362,8 +362,16 @@ func TestLeaseState(t *testing.T) {
 			if st, err := lease.WaitState(wctx, recipes.LeaseSuspended); st != recipes.LeaseLost || err != nil {
 				t.Errorf("a session timeout into the partition: %v %v, want lost", st, err)
 			}
-			if d := a.Now().Sub(start); d > 2*sessionTimeout {
-				t.Errorf("lost only after %v", d)
+			// Lost comes a session timeout after the client noticed the
+			// disconnect (2/3 of a timeout): 5/3 of a timeout on the
+			// simulator. A loaded real server and its client's real timers
+			// get a margin, short of the partition's end.
+			limit := 2 * sessionTimeout
+			if !b.exact {
+				limit = 5 * sessionTimeout / 2
+			}
+			if d := a.Now().Sub(start); d > limit {
+				t.Errorf("lost only after %v, want within %v", d, limit)
 			}
 			if s := a.Session(); s.Connected() {
 				t.Errorf("the client is connected (%v): the loss should be seen first", s)
