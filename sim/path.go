@@ -28,7 +28,10 @@ func validateServerPath(path string, sequential bool) error {
 	if path[len(path)-1] == '/' {
 		return fmt.Errorf("path %q must not end with / character", path)
 	}
-	units := utf16Units(path)
+	units := asciiUnits(path)
+	if units == nil {
+		units = utf16Units(path)
+	}
 	last := uint16('/')
 	for i := 1; i < len(units); last, i = units[i], i+1 {
 		c := units[i]
@@ -51,6 +54,23 @@ func validateServerPath(path string, sequential bool) error {
 		}
 	}
 	return nil
+}
+
+// asciiUnits returns the UTF-16 units of an ASCII path without
+// allocating (in a small stack buffer), or nil if the path is not ASCII or
+// too long for it.
+func asciiUnits(s string) []uint16 {
+	var buf [128]uint16
+	if len(s) > len(buf) {
+		return nil
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return nil
+		}
+		buf[i] = uint16(s[i])
+	}
+	return buf[:len(s)]
 }
 
 func utf16Units(s string) []uint16 {
