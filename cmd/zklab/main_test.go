@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zklab/zklab/recipes/zkconn/zktest"
 	"github.com/zklab/zklab/scenarios"
 )
 
@@ -185,5 +186,35 @@ func TestExploreRunRoundTrip(t *testing.T) {
 	_, again, _ := zklab(t, "run", files[0])
 	if again != runOut {
 		t.Error("two replays of one file printed different output")
+	}
+}
+
+// On a real ZooKeeper: herd's figures of fair-lock are exact there too, and
+// splitbrain corrupts the store without fencing and not with it.
+func TestOnRealZooKeeper(t *testing.T) {
+	srv := zktest.Start(t)
+	t.Run("herd", func(t *testing.T) {
+		t.Parallel()
+		code, out, errOut := zklab(t, "herd", "--zk", srv.Addr, "--recipe", "fair-lock", "--clients", "10", "--json")
+		if code != 0 || !strings.Contains(out, `"notifications": 9,`) {
+			t.Errorf("herd --zk: exit %d\n%s%s", code, out, errOut)
+		}
+	})
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"splitbrain", []string{"splitbrain", "--zk", srv.Addr}, 1, "c2's update is lost"},
+		{"splitbrain-fencing", []string{"splitbrain", "--zk", srv.Addr, "--fencing"}, 0, "refused (stale token)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			code, out, errOut := zklab(t, tc.args...)
+			if code != tc.code || !strings.Contains(out, tc.want) {
+				t.Errorf("zklab %s: exit %d, want %d and %q\n%s%s", strings.Join(tc.args, " "), code, tc.code, tc.want, out, errOut)
+			}
+		})
 	}
 }

@@ -47,7 +47,6 @@ const (
 // closing the connection (the ambiguous case); Delay holds every frame for
 // a while. A client pause is a Blackhole plus a client that does nothing.
 type Proxy struct {
-	t      testing.TB
 	ln     net.Listener
 	target string
 
@@ -66,18 +65,28 @@ type Proxy struct {
 // when the test ends.
 func NewProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
-	if err := checkLoopback(target); err != nil {
-		t.Fatalf("zktest: proxy: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := StartProxy(target)
 	if err != nil {
 		t.Fatalf("zktest: proxy: %v", err)
 	}
-	p := &Proxy{t: t, ln: ln, target: target, conns: make(map[*proxyConn]struct{}), changed: make(chan struct{})}
-	p.wg.Add(1)
-	go p.acceptLoop()
 	t.Cleanup(p.Close)
 	return p
+}
+
+// StartProxy starts a proxy to target (HOST:PORT, on loopback) outside a
+// test, for a tool such as the CLI; the caller closes it.
+func StartProxy(target string) (*Proxy, error) {
+	if err := checkLoopback(target); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{ln: ln, target: target, conns: make(map[*proxyConn]struct{}), changed: make(chan struct{})}
+	p.wg.Add(1)
+	go p.acceptLoop()
+	return p, nil
 }
 
 func checkLoopback(addr string) error {
