@@ -296,9 +296,11 @@ func (o *observer) zkEnd(l *lockRec) (uint64, bool) {
 		if !found {
 			return
 		}
-		// A node gone before the acquire returned makes an empty span:
-		// the lease was never held in ZooKeeper's view.
-		st = max(st, l.acquireReturn)
+		// A node may be gone before the acquire returned: the client
+		// acted on a stale read. The end stays where ZooKeeper put it; the
+		// checks read such a lease as one that ended before its grant was
+		// seen (an empty span for zk-holders, a release that precedes the
+		// acquire's return for the lock's history).
 		if !ok || st < end {
 			end, ok = st, true
 		}
