@@ -20,8 +20,8 @@ func init() {
 		summary: "explore fault schedules of a recipe; shrink a violation into a scenario file",
 		usage: `Usage: zklab explore --recipe NAME [--clients N] [--cycles N] [--faults LIST]
                      [--runs N | --time D] [--seed S] [--strategy random|pct] [--depth D]
-                     [--store fenced|unfenced] [--out DIR] [--shard K/N] [--json]
-                     [--shrink-time D]
+                     [--store fenced|unfenced] [--leases N] [--out DIR] [--shard K/N]
+                     [--json] [--shrink-time D]
 
 Runs the recipe's workload (acquire, read and write a protected store,
 release) under drawn fault schedules and scheduling decisions, and checks
@@ -52,6 +52,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	strategy := fs.String("strategy", "random", "scheduling strategy: random or pct")
 	depth := fs.Int("depth", 3, "PCT bug depth")
 	store := fs.String("store", "fenced", "the protected store: fenced or unfenced")
+	leases := fs.Int("leases", 0, "the semaphore's number of leases (semaphore only; default 1)")
 	out := fs.String("out", ".", "directory for the scenario file of a violation")
 	shard := fs.String("shard", "1/1", "explore part K of N of the seed space")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout")
@@ -74,8 +75,11 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	if *store != "fenced" && *store != "unfenced" {
 		return usagef("--store: %q is neither fenced nor unfenced", *store)
 	}
-	if *runs < 0 || *budget < 0 || *clients < 1 || *cycles < 1 || *depth < 1 {
-		return usagef("--runs, --time, --clients, --cycles and --depth must be positive")
+	if *runs < 0 || *budget < 0 || *clients < 1 || *cycles < 1 || *depth < 1 || *leases < 0 {
+		return usagef("--runs, --time, --clients, --cycles, --depth and --leases must be positive")
+	}
+	if *leases > 0 && *recipe != "semaphore" {
+		return usagef("--leases is for the semaphore recipe, not %s", *recipe)
 	}
 	kinds, err := parseFaultKinds(*faultList)
 	if err != nil {
@@ -88,7 +92,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	o := scenarios.ExploreOptions{
 		Recipe: *recipe, Clients: *clients, Cycles: *cycles, Faults: kinds,
 		Runs: *runs, Time: *budget, Strategy: *strategy, Depth: *depth,
-		Store: scenarios.StoreKind(*store), Dir: *out, ShrinkTime: *shrinkTime,
+		Store: scenarios.StoreKind(*store), Dir: *out, ShrinkTime: *shrinkTime, Leases: *leases,
 		// Shard k of n explores seeds n*seed+k-1: the shards of one seed
 		// never repeat each other's schedules.
 		Seed: *seed*uint64(n) + uint64(k-1),

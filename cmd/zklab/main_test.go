@@ -119,6 +119,7 @@ func TestBadUsage(t *testing.T) {
 		{[]string{"explore", "--recipe", "fair-lock", "--shard", "5/4"}, `--shard: "5/4" is not K/N`},
 		{[]string{"explore", "--recipe", "fair-lock", "--strategy", "dfs"}, `--strategy: "dfs"`},
 		{[]string{"splitbrain", "now"}, `unexpected argument "now"`},
+		{[]string{"explore", "--recipe", "fair-lock", "--leases", "3"}, "--leases is for the semaphore recipe"},
 	} {
 		code, _, errOut := zklab(t, tc.args...)
 		if code != 2 {
