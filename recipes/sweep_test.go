@@ -19,10 +19,8 @@ func TestSweepFaults(t *testing.T) {
 		for seed := uint64(100); seed < 160; seed++ {
 			e := openSim(t, seed).(*simEnv)
 			var tr tracker
-			conns := []recipes.Conn{}
 			for i := range 4 {
 				c := e.Conn(t)
-				conns = append(conns, c)
 				l := r.New(c, "/locks/x", recipes.Options{})
 				e.Go(c, fmt.Sprint("client", i), func(ctx context.Context) {
 					for k := range 4 {

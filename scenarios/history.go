@@ -47,21 +47,11 @@ type updateRec struct {
 	writeOK     bool
 }
 
-// note is a line of the history that is no operation: a failure, a
-// session change.
-type note struct {
-	step   uint64
-	time   time.Duration
-	client int
-	text   string
-}
-
 // history is what the workload did, in chunks so that pointers to
 // records stay valid while it grows.
 type history struct {
 	locks   []*lockRec
 	updates []*updateRec
-	notes   []note
 }
 
 func (h *history) add(l lockRec) *lockRec {
@@ -74,10 +64,6 @@ func (h *history) addUpdate(u updateRec) *updateRec {
 	p := &u
 	h.updates = append(h.updates, p)
 	return p
-}
-
-func (h *history) note(w *sim.World, client int, text string) {
-	h.notes = append(h.notes, note{step: w.StepCount(), time: w.Now(), client: client, text: text})
 }
 
 // text renders the history, one event a line in step order.
@@ -132,9 +118,6 @@ func (h *history) text() string {
 				add(u.writeReturn, u.client, "store write refused")
 			}
 		}
-	}
-	for _, n := range h.notes {
-		add(n.step, n.client, "%s", n.text)
 	}
 	slices.SortStableFunc(lines, func(a, b line) int {
 		if a.step != b.step {

@@ -12,8 +12,6 @@ func (q *fifo[T]) len() int { return len(q.items) - q.head }
 
 func (q *fifo[T]) push(v T) { q.items = append(q.items, v) }
 
-func (q *fifo[T]) peek() T { return q.items[q.head] }
-
 func (q *fifo[T]) pop() T {
 	var zero T
 	v := q.items[q.head]

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/zklab/zklab/recipes/zkconn/zktest"
 	"github.com/zklab/zklab/sim"
 )
@@ -155,5 +154,3 @@ func check(t TB, addr string, seq Sequence, normalize func(string) string) []str
 	}
 	return realLines
 }
-
-var acl = zk.WorldACL(zk.PermAll)
