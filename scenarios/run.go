@@ -108,18 +108,6 @@ type firstStrategy struct{}
 
 func (firstStrategy) Choose(*sim.World, []sim.Step) int { return 0 }
 
-// recorder wraps a strategy and keeps its decisions.
-type recorder struct {
-	inner   sim.Strategy
-	choices []int
-}
-
-func (r *recorder) Choose(w *sim.World, enabled []sim.Step) int {
-	c := r.inner.Choose(w, enabled)
-	r.choices = append(r.choices, c)
-	return c
-}
-
 // lockModelFor names the model a registry recipe is checked against.
 func lockModelFor(recipe string, sc *Scenario) string {
 	switch recipe {
@@ -173,7 +161,7 @@ type runner struct {
 	lockKind string
 	w        *sim.World
 	obs      *observer
-	rec      *recorder
+	rec      *sim.Record
 	store    *store
 	last     storeLast
 	clients  []*sim.Client
@@ -190,7 +178,7 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) *r
 	if o.Strategy != nil {
 		inner = o.Strategy
 	}
-	r.rec = &recorder{inner: inner}
+	r.rec = &sim.Record{Inner: inner}
 	r.obs = newObserver(o.Trace)
 	r.obs.report = o.Report
 	maxSteps := o.MaxSteps
@@ -273,7 +261,7 @@ func (r *runner) run() *Result {
 	r.done = doneBefore
 	res := &Result{Steps: steps, Time: now}
 	out := r.sc.clone()
-	out.Schedule = trimSchedule(r.rec.choices)
+	out.Schedule = trimSchedule(r.rec.Choices)
 	res.Scenario = out
 	res.Verdict = r.check(ops, steps)
 	res.hist = &r.hist

@@ -328,13 +328,11 @@ func (s *Server) NextDeadlineMs() int64 {
 			next = min(next, sess.expiresMs)
 		}
 	}
-	if s.hasContainersOrTTL() {
+	if s.expiringNodes > 0 {
 		next = min(next, s.nextContainer)
 	}
 	return next
 }
-
-func (s *Server) hasContainersOrTTL() bool { return s.expiringNodes > 0 }
 
 // Tick lets virtual time reach nowMs: every session whose expiry has come
 // is marked closing and its closeSession queued, in session id order, as

@@ -1,6 +1,10 @@
 package sim
 
-import "container/heap"
+import (
+	"cmp"
+	"container/heap"
+	"slices"
+)
 
 // timer is a callback at a virtual time. Timers of one owner client are
 // frozen while it is paused and do not fire after it crashed.
@@ -127,16 +131,11 @@ func (w *World) dueTimers(out []*timer) []*timer {
 	}
 	w.walkBuf = stack
 	due := out[start:]
-	if len(due) > 1 {
-		sortTimers(due)
-	}
-	return out
-}
-
-func sortTimers(ts []*timer) {
-	for i := 1; i < len(ts); i++ {
-		for j := i; j > 0 && timerHeap(ts).Less(j, j-1); j-- {
-			ts[j], ts[j-1] = ts[j-1], ts[j]
+	slices.SortFunc(due, func(a, b *timer) int {
+		if a.atNs != b.atNs {
+			return cmp.Compare(a.atNs, b.atNs)
 		}
-	}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	return out
 }

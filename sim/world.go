@@ -65,8 +65,7 @@ type World struct {
 	timers    timerHeap
 	timerSeq  uint64
 
-	tasks       []*task // live tasks, in creation order
-	live        int
+	tasks       []*task // live tasks, in creation order: a task leaves when it ends
 	clients     []*Client
 	conns       []*netConn // open connections, in creation order
 	connsClosed bool       // some connection may be ready to forget
@@ -109,7 +108,7 @@ func New(cfg Config) *World {
 	}
 	w.faults = append([]ScheduledFault(nil), cfg.Faults...)
 	w.trace = newTracer(cfg.Trace, cfg.KeepTrace)
-	w.main = &task{id: 0, name: "main", resume: make(chan struct{}, 1)}
+	w.main = &task{name: "main", resume: make(chan struct{}, 1)}
 	return w
 }
 
@@ -130,7 +129,6 @@ func (w *World) nowMs() int64 { return w.nowNs / int64(time.Millisecond) }
 
 // task is a goroutine the world schedules.
 type task struct {
-	id       int
 	name     string
 	client   *Client // the client whose process it belongs to; nil for none
 	resume   chan struct{}
@@ -147,10 +145,9 @@ func (w *World) Go(c *Client, name string, fn func(ctx context.Context)) {
 	if w.closed {
 		panic("sim: Go on a closed world")
 	}
-	t := &task{id: len(w.tasks) + 1, name: name, client: c, resume: make(chan struct{}, 1)}
+	t := &task{name: name, client: c, resume: make(chan struct{}, 1)}
 	t.ready = always
 	w.tasks = append(w.tasks, t)
-	w.live++
 	if c != nil {
 		c.tasks = append(c.tasks, t)
 	}
@@ -164,7 +161,6 @@ func (w *World) runTask(t *task, fn func(ctx context.Context)) {
 		r := recover()
 		t.done = true
 		t.ready = nil
-		w.live--
 		w.tasks = slices.DeleteFunc(w.tasks, func(o *task) bool { return o == t })
 		if t.client != nil {
 			t.client.tasks = slices.DeleteFunc(t.client.tasks, func(o *task) bool { return o == t })
@@ -270,7 +266,7 @@ func (w *World) runUntil(stop func() bool) error {
 	return w.stopErr
 }
 
-func (w *World) liveTasks() int { return w.live }
+func (w *World) liveTasks() int { return len(w.tasks) }
 
 // schedule is the scheduler loop. It runs on the goroutine of self, the
 // task that just blocked (nil for a task that finished), and returns when

@@ -41,7 +41,7 @@ crash, expire, restart (default: all; "none" for none).
 
 func runExplore(args []string, stdout, stderr io.Writer) error {
 	c := find("explore")
-	fs := newFlags(c, stdout)
+	fs := newFlags(c)
 	recipe := fs.String("recipe", "", "the recipe to explore (see 'zklab recipes')")
 	clients := fs.Int("clients", 5, "the most clients a run draws")
 	cycles := fs.Int("cycles", 3, "the most lock cycles per client a run draws")

@@ -46,7 +46,7 @@ type herdResult struct {
 
 func runHerd(args []string, stdout, stderr io.Writer) error {
 	c := find("herd")
-	fs := newFlags(c, stdout)
+	fs := newFlags(c)
 	recipeList := fs.String("recipe", "herd-lock,fair-lock", "recipes to compare, comma-separated")
 	clientList := fs.String("clients", "10,50,100", "client counts, comma-separated")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout")

@@ -112,7 +112,7 @@ Exit codes: 0 every check passed, 1 a check found a violation, 2 bad usage or in
 
 // newFlags returns a flag set that reports errors instead of exiting, and
 // prints the command's usage for --help.
-func newFlags(c *command, stdout io.Writer) *flag.FlagSet {
+func newFlags(c *command) *flag.FlagSet {
 	fs := flag.NewFlagSet("zklab "+c.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}

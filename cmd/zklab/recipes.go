@@ -18,7 +18,7 @@ func init() {
 
 func runRecipes(args []string, stdout, stderr io.Writer) error {
 	c := find("recipes")
-	fs := newFlags(c, stdout)
+	fs := newFlags(c)
 	if err := parseFlags(fs, c, args, stdout); err != nil {
 		return err
 	}

@@ -61,7 +61,7 @@ func loadScenario(arg string) (*scenarios.Scenario, string, error) {
 
 func runRun(args []string, stdout, stderr io.Writer) error {
 	c := find("run")
-	fs := newFlags(c, stdout)
+	fs := newFlags(c)
 	seed := fs.Uint64("seed", 0, "replay with this seed instead of the file's")
 	htmlOut := fs.String("html", "", "write a self-contained HTML report to this file")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout")
@@ -183,7 +183,7 @@ func writeRunReport(path, file string, res *scenarios.Result) error {
 
 func runScenarios(args []string, stdout, stderr io.Writer) error {
 	c := find("scenarios")
-	fs := newFlags(c, stdout)
+	fs := newFlags(c)
 	if err := parseFlags(fs, c, args, stdout); err != nil {
 		return err
 	}

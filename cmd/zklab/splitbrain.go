@@ -31,7 +31,7 @@ Exit 1 without --fencing (the store was corrupted: a violation), 0 with it.
 
 func runSplitBrain(args []string, stdout, stderr io.Writer) error {
 	c := find("splitbrain")
-	fs := newFlags(c, stdout)
+	fs := newFlags(c)
 	fencing := fs.Bool("fencing", false, "the store checks fencing tokens")
 	htmlOut := fs.String("html", "", "write a self-contained HTML report to this file")
 	zkServers := fs.String("zk", "", "run on a real ZooKeeper at HOST:PORT (loopback) instead of the simulator")

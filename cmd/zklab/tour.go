@@ -48,7 +48,7 @@ var tourDemos = []demonstration{
 
 func runTour(args []string, stdout, stderr io.Writer) error {
 	c := find("tour")
-	fs := newFlags(c, stdout)
+	fs := newFlags(c)
 	if err := parseFlags(fs, c, args, stdout); err != nil {
 		return err
 	}
