@@ -282,17 +282,20 @@ func (pc *proxyConn) run() {
 
 // pipe forwards frames from src to dst: a reader goroutine reads and
 // stamps them, this goroutine writes each when its delay has passed and no
-// blackhole stands.
+// blackhole stands. When src ends, the frames read before it ended pass
+// (a server's last answer before it hangs up, such as "session expired"),
+// unless a blackhole holds them, and then both connections close.
 func (pc *proxyConn) pipe(src, dst net.Conn, toServer bool) {
 	defer pc.close()
 	queue := make(chan frame, queuedFramesMax)
+	ended := make(chan struct{}) // closed when src has ended
 	go func() {
 		defer close(queue)
 		first := true // the connect request or response: no xid
 		for {
 			f, err := readFrame(src)
 			if err != nil {
-				pc.close()
+				close(ended)
 				return
 			}
 			if !first && !pc.inspect(f, toServer) {
@@ -307,7 +310,7 @@ func (pc *proxyConn) pipe(src, dst net.Conn, toServer bool) {
 		}
 	}()
 	for f := range queue {
-		if !pc.p.hold(f.at, pc.done) {
+		if !pc.p.hold(f.at, pc.done, ended) {
 			return
 		}
 		if _, err := dst.Write(f.data); err != nil {
@@ -352,12 +355,15 @@ func (pc *proxyConn) inspect(f []byte, toServer bool) bool {
 }
 
 // hold waits until a frame read at may pass: its delay has passed and no
-// blackhole stands. It reports false when done closes first.
-func (p *Proxy) hold(at time.Time, done <-chan struct{}) bool {
+// blackhole stands. It reports false when done closes first, or when the
+// frame's source has ended (ended is closed) while a blackhole holds it:
+// a connection closed in a partition closes at once.
+func (p *Proxy) hold(at time.Time, done, ended <-chan struct{}) bool {
 	for {
 		p.mu.Lock()
 		until := at.Add(p.delay)
-		if p.blackholeUntil.After(until) {
+		blackholed := p.blackholeUntil.After(until)
+		if blackholed {
 			until = p.blackholeUntil
 		}
 		changed := p.changed
@@ -366,11 +372,18 @@ func (p *Proxy) hold(at time.Time, done <-chan struct{}) bool {
 		if wait <= 0 {
 			return true
 		}
+		var endedInBlackhole <-chan struct{} // nil, never ready, without a blackhole
+		if blackholed {
+			endedInBlackhole = ended
+		}
 		timer := time.NewTimer(wait)
 		select {
 		case <-timer.C:
 		case <-changed:
 		case <-done:
+			timer.Stop()
+			return false
+		case <-endedInBlackhole:
 			timer.Stop()
 			return false
 		}
