@@ -61,10 +61,14 @@ type Proxy struct {
 	wg             sync.WaitGroup
 }
 
-// NewProxy starts a proxy to target (HOST:PORT, on loopback) and stops it
-// when the test ends.
+// NewProxy starts a proxy to target (HOST:PORT, on loopback: a test
+// injects faults only into a server of its own, as Shared and ZKLAB_ZK
+// require) and stops it when the test ends.
 func NewProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
+	if err := checkLoopback(target); err != nil {
+		t.Fatalf("zktest: proxy: %v", err)
+	}
 	p, err := StartProxy(target)
 	if err != nil {
 		t.Fatalf("zktest: proxy: %v", err)
@@ -73,11 +77,12 @@ func NewProxy(t testing.TB, target string) *Proxy {
 	return p
 }
 
-// StartProxy starts a proxy to target (HOST:PORT, on loopback) outside a
-// test, for a tool such as the CLI; the caller closes it.
+// StartProxy starts a proxy to target (HOST:PORT, any host: the server may
+// be remote) outside a test, for a tool such as the CLI; the caller closes
+// it. The proxy itself listens on loopback only.
 func StartProxy(target string) (*Proxy, error) {
-	if err := checkLoopback(target); err != nil {
-		return nil, err
+	if _, _, err := net.SplitHostPort(target); err != nil {
+		return nil, fmt.Errorf("zktest: proxy target %q: %w", target, err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -131,14 +131,26 @@ func TestProxyDelayAndShortBlackhole(t *testing.T) {
 	}
 }
 
-func TestProxyLoopbackOnly(t *testing.T) {
+// TestProxyTargets: StartProxy, for the CLI, takes any HOST:PORT, since
+// the user's server may be remote; NewProxy, for tests, keeps them on
+// loopback as Shared and ZKLAB_ZK do.
+func TestProxyTargets(t *testing.T) {
+	p, err := zktest.StartProxy("192.0.2.1:2181") // TEST-NET-1: never dialed here
+	if err != nil {
+		t.Fatalf("StartProxy to a remote target: %v", err)
+	}
+	p.Close()
+	if _, err := zktest.StartProxy("no port"); err == nil {
+		t.Fatal("StartProxy took a target without a port")
+	}
+
 	ft := &fatalRecorder{TB: t}
 	func() {
 		defer func() { _ = recover() }()
 		zktest.NewProxy(ft, "192.0.2.1:2181")
 	}()
 	if !ft.failed {
-		t.Fatal("a proxy to a non-loopback address was allowed")
+		t.Fatal("a test proxy to a non-loopback address was allowed")
 	}
 }
 
