@@ -15,7 +15,8 @@ import (
 
 // Limits of the proxy.
 const (
-	// faultDurationMax bounds Blackhole and Delay: every fault ends.
+	// faultDurationMax bounds Blackhole, Delay and Refuse: every fault
+	// but Kill ends.
 	faultDurationMax = 2 * time.Minute
 	// frameBytesMax is the largest frame the proxy passes; a longer length
 	// prefix closes the connection. ZooKeeper's jute.maxbuffer is 1 MiB.
@@ -41,24 +42,42 @@ const (
 // whole frames (the 4-byte length prefix and its body), so that it can
 // tell requests and replies apart.
 //
-// Its faults: CloseConns drops the connections (the client reconnects);
-// Blackhole stops forwarding both ways without closing anything, for a
-// while; DropNextReply lets the next request through and drops its reply,
-// closing the connection (the ambiguous case); Delay holds every frame for
-// a while. A client pause is a Blackhole plus a client that does nothing.
+// Its faults, with the simulator's fault kinds (sim.FaultKind) they stand
+// for:
+//   - CloseConns drops the connections; the client reconnects at once
+//     (disconnect without a duration).
+//   - Refuse drops the connections and closes new ones at once, for a
+//     while: the client cannot connect (disconnect with a duration).
+//   - Blackhole stops forwarding both ways without closing anything, for a
+//     while (partition; a pause is a Blackhole plus a client that does
+//     nothing).
+//   - DropNextRequest drops the next request before the server sees it and
+//     closes the connection (drop-request).
+//   - DropNextReply lets the next request through and drops its reply,
+//     closing the connection: the ambiguous case (drop-reply).
+//   - Delay holds every frame for a while.
+//   - Kill drops the connections and refuses every new one for good: the
+//     client's process is gone and its session lives on until it expires
+//     (crash).
+//
+// Heal ends a Blackhole, a Delay and a Refuse, not a Kill.
 type Proxy struct {
 	ln     net.Listener
 	target string
 
-	mu             sync.Mutex
-	conns          map[*proxyConn]struct{}
-	accepted       int
-	blackholeUntil time.Time
-	delay          time.Duration
-	dropArmed      bool
-	changed        chan struct{} // closed and replaced when a fault changes
-	closed         bool
-	wg             sync.WaitGroup
+	mu               sync.Mutex
+	conns            map[*proxyConn]struct{}
+	accepted         int
+	refused          int
+	blackholeUntil   time.Time
+	refuseUntil      time.Time
+	killed           bool
+	delay            time.Duration
+	dropReplyArmed   bool
+	dropRequestArmed bool
+	changed          chan struct{} // closed and replaced when a fault changes
+	closed           bool
+	wg               sync.WaitGroup
 }
 
 // NewProxy starts a proxy to target (HOST:PORT, on loopback: a test
@@ -119,11 +138,20 @@ func (p *Proxy) Dialer() zk.Dialer {
 	}
 }
 
-// Accepted is the number of client connections the proxy has accepted.
+// Accepted is the number of client connections the proxy has accepted,
+// refused ones included.
 func (p *Proxy) Accepted() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.accepted
+}
+
+// Refused is the number of client connections the proxy has accepted and
+// closed at once (Refuse, Kill) without dialing the server.
+func (p *Proxy) Refused() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refused
 }
 
 // Close stops the proxy: its listener and every connection. It waits for
@@ -167,10 +195,34 @@ func (p *Proxy) Blackhole(d time.Duration) {
 	p.mu.Unlock()
 }
 
-// Heal ends a blackhole and a delay now.
+// Refuse closes every current connection and, for d (at most
+// faultDurationMax) or until Heal, closes every new one as soon as it is
+// accepted, without dialing the server: the client cannot connect. After
+// it, the client connects again.
+func (p *Proxy) Refuse(d time.Duration) {
+	d = min(d, faultDurationMax)
+	p.mu.Lock()
+	p.refuseUntil = time.Now().Add(d)
+	p.mu.Unlock()
+	p.CloseConns() // after refuseUntil is set: the reconnect meets it
+}
+
+// Kill stands for the crash of the client's process: it closes every
+// connection and refuses every new one from now on, for good (Heal does
+// not end it; Close still closes the proxy). The server keeps the
+// session until it times out.
+func (p *Proxy) Kill() {
+	p.mu.Lock()
+	p.killed = true
+	p.mu.Unlock()
+	p.CloseConns()
+}
+
+// Heal ends a blackhole, a delay and a refusal now; not a Kill.
 func (p *Proxy) Heal() {
 	p.mu.Lock()
 	p.blackholeUntil = time.Time{}
+	p.refuseUntil = time.Time{}
 	p.delay = 0
 	p.broadcastLocked()
 	p.mu.Unlock()
@@ -193,7 +245,20 @@ func (p *Proxy) Delay(d time.Duration) {
 // the client sees the connection close with the request in flight.
 func (p *Proxy) DropNextReply() {
 	p.mu.Lock()
-	p.dropArmed = true
+	p.dropReplyArmed = true
+	p.mu.Unlock()
+}
+
+// DropNextRequest arms the lost request: the next request a client sends
+// with a positive xid (as DropNextReply counts them) is dropped before the
+// server sees it, and the proxy closes that connection. The server never
+// applies it; the client sees the connection close with the request in
+// flight (go-zookeeper: ErrConnectionClosed) and reconnects. Armed with
+// DropNextReply, it goes first, and DropNextReply waits for the request
+// after.
+func (p *Proxy) DropNextRequest() {
+	p.mu.Lock()
+	p.dropRequestArmed = true
 	p.mu.Unlock()
 }
 
@@ -216,12 +281,23 @@ func (p *Proxy) acceptLoop() {
 			return
 		}
 		p.accepted++
+		if p.refusingLocked() {
+			p.refused++
+			p.mu.Unlock()
+			client.Close()
+			continue
+		}
 		pc := &proxyConn{p: p, client: client, done: make(chan struct{}), dropXid: noXid}
 		p.conns[pc] = struct{}{}
 		p.wg.Add(1)
 		p.mu.Unlock()
 		go pc.run()
 	}
+}
+
+// refusingLocked reports whether a new connection is to be closed at once.
+func (p *Proxy) refusingLocked() bool {
+	return p.killed || time.Now().Before(p.refuseUntil)
 }
 
 const noXid = int64(1) << 40
@@ -324,8 +400,9 @@ func (pc *proxyConn) pipe(src, dst net.Conn, toServer bool) {
 	}
 }
 
-// inspect applies DropNextReply to a frame after the handshake; it reports
-// false when the frame is to be dropped and the connection closed.
+// inspect applies DropNextRequest and DropNextReply to a frame after the
+// handshake; it reports false when the frame is to be dropped and the
+// connection closed.
 func (pc *proxyConn) inspect(f []byte, toServer bool) bool {
 	if len(f) < 8 {
 		return true
@@ -336,9 +413,17 @@ func (pc *proxyConn) inspect(f []byte, toServer bool) bool {
 			return true // a ping, an auth packet: not a request of the caller
 		}
 		pc.p.mu.Lock()
-		armed := pc.p.dropArmed
-		pc.p.dropArmed = false
+		dropRequest := pc.p.dropRequestArmed
+		pc.p.dropRequestArmed = false
+		armed := !dropRequest && pc.p.dropReplyArmed
+		if armed {
+			pc.p.dropReplyArmed = false
+		}
 		pc.p.mu.Unlock()
+		if dropRequest {
+			pc.close() // before the frame is queued: the server never sees it
+			return false
+		}
 		if armed {
 			pc.mu.Lock()
 			pc.dropXid = xid

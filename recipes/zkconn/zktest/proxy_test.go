@@ -131,6 +131,118 @@ func TestProxyDelayAndShortBlackhole(t *testing.T) {
 	}
 }
 
+func TestProxyDropNextRequest(t *testing.T) {
+	srv := zktest.Shared(t)
+	p := zktest.NewProxy(t, srv.Addr)
+	c := srv.Dial(t, 10*time.Second, zkconn.WithDialer(p.Dialer()))
+	ctx := context.Background()
+	root := "/proxy-drop-request-" + c.GUID()
+	before := c.Session()
+	p.DropNextRequest()
+	_, err := c.Create(ctx, root, nil, 0, acl)
+	if !errors.Is(err, zk.ErrConnectionClosed) {
+		t.Fatalf("create with its request dropped = %v, want ErrConnectionClosed", err)
+	}
+	after := waitFor(t, c, "the reconnect", recipes.Session.Connected)
+	if after.ID != before.ID {
+		t.Fatalf("session changed across a dropped request: %#x then %#x", before.ID, after.ID)
+	}
+	if ok, _, err := c.Exists(ctx, root); err != nil || ok {
+		t.Fatalf("the server never saw the create: exists = %v, %v", ok, err)
+	}
+	// Disarmed: the next request is answered.
+	if _, err := c.Create(ctx, root, nil, 0, acl); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitRefused waits, at most 20 s, until the proxy has refused n
+// connections.
+func waitRefused(t *testing.T, p *zktest.Proxy, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for p.Refused() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the proxy refused %d connections, want %d", p.Refused(), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestProxyRefuse(t *testing.T) {
+	srv := zktest.Shared(t)
+	p := zktest.NewProxy(t, srv.Addr)
+	c := srv.Dial(t, 10*time.Second, zkconn.WithDialer(p.Dialer()))
+	before := c.Session()
+
+	// Until Heal: the client tries, is refused, and stays without a
+	// connection; after Heal it has its session back.
+	p.Refuse(time.Minute)
+	waitFor(t, c, "a disconnect", func(s recipes.Session) bool { return !s.Connected() })
+	waitRefused(t, p, 1)
+	if s := c.Session(); s.Connected() {
+		t.Fatalf("connected while refused: %+v", s)
+	}
+	p.Heal()
+	after := waitFor(t, c, "the reconnect after Heal", recipes.Session.Connected)
+	if after.ID != before.ID {
+		t.Fatalf("session changed across a refusal: %#x then %#x", before.ID, after.ID)
+	}
+
+	// For a while: the refusal ends by itself.
+	const refusal = 300 * time.Millisecond
+	start := time.Now()
+	p.Refuse(refusal)
+	waitFor(t, c, "a disconnect", func(s recipes.Session) bool { return !s.Connected() })
+	waitFor(t, c, "the reconnect after the refusal", recipes.Session.Connected)
+	if d := time.Since(start); d < refusal {
+		t.Fatalf("reconnected %v into a %v refusal", d, refusal)
+	}
+	if s := c.Session(); s.ID != before.ID {
+		t.Fatalf("session changed across a refusal: %#x then %#x", before.ID, s.ID)
+	}
+}
+
+// TestProxyKill: a killed client's session lives on without it and
+// expires on the server after its timeout, taking its ephemeral node
+// (Programmer's Guide, "Ephemeral Nodes"). Heal does not revive it.
+func TestProxyKill(t *testing.T) {
+	t.Parallel()
+	srv := zktest.Shared(t)
+	p := zktest.NewProxy(t, srv.Addr)
+	const sessionTimeout = 4 * time.Second // the server's minimum: 2 ticks of 2 s
+	c := srv.Dial(t, sessionTimeout, zkconn.WithDialer(p.Dialer()))
+	other := srv.Dial(t, 10*time.Second)
+	ctx := context.Background()
+	node := "/proxy-kill-" + c.GUID()
+	if _, err := c.Create(ctx, node, nil, zk.FlagEphemeral, acl); err != nil {
+		t.Fatal(err)
+	}
+	ok, _, gone, err := other.ExistsW(ctx, node)
+	if err != nil || !ok {
+		t.Fatalf("exists = %v, %v", ok, err)
+	}
+	start := time.Now()
+	p.Kill()
+	p.Heal() // no effect on a kill
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	ev, err := other.Wait(wctx, gone)
+	if err != nil || ev.Type != zk.EventNodeDeleted {
+		t.Fatalf("the killed client's ephemeral node: %+v, %v", ev, err)
+	}
+	if d := time.Since(start); d < sessionTimeout*8/10 {
+		t.Fatalf("the session expired %v after the kill, before its timeout of %v", d, sessionTimeout)
+	}
+	if ok, _, err := other.Exists(ctx, node); err != nil || ok {
+		t.Fatalf("exists after the expiry = %v, %v", ok, err)
+	}
+	waitRefused(t, p, 1) // the client tried to reconnect, and could not
+	if s := c.Session(); s.Connected() {
+		t.Fatalf("a killed client has a session: %+v", s)
+	}
+}
+
 // TestProxyTargets: StartProxy, for the CLI, takes any HOST:PORT, since
 // the user's server may be remote; NewProxy, for tests, keeps them on
 // loopback as Shared and ZKLAB_ZK do.
