@@ -59,6 +59,9 @@ const (
 //   - Kill drops the connections and refuses every new one for good: the
 //     client's process is gone and its session lives on until it expires
 //     (crash).
+//   - Expire expires the client's session on the server (ExpireSession)
+//     with the session the proxy saw in the handshake (Session); the
+//     client learns of it when it reconnects (expire).
 //
 // Heal ends a Blackhole, a Delay and a Refuse, not a Kill.
 type Proxy struct {
@@ -71,10 +74,13 @@ type Proxy struct {
 	refused          int
 	blackholeUntil   time.Time
 	refuseUntil      time.Time
+	expiring         int // Expire calls under way: they refuse new connections
 	killed           bool
 	delay            time.Duration
 	dropReplyArmed   bool
 	dropRequestArmed bool
+	session          connectResponse // the latest the server sent
+	hasSession       bool
 	changed          chan struct{} // closed and replaced when a fault changes
 	closed           bool
 	wg               sync.WaitGroup
@@ -147,11 +153,24 @@ func (p *Proxy) Accepted() int {
 }
 
 // Refused is the number of client connections the proxy has accepted and
-// closed at once (Refuse, Kill) without dialing the server.
+// closed at once (Refuse, Kill, Expire) without dialing the server.
 func (p *Proxy) Refused() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.refused
+}
+
+// Session returns the session of the latest ConnectResponse the server
+// sent through the proxy: its id and password. It reports false before
+// the first, and when the latest refused the client's session (id 0: the
+// session had expired). A malformed response is ignored.
+func (p *Proxy) Session() (id int64, passwd []byte, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.hasSession || p.session.sessionID == 0 {
+		return 0, nil, false
+	}
+	return p.session.sessionID, append([]byte(nil), p.session.passwd...), true
 }
 
 // Close stops the proxy: its listener and every connection. It waits for
@@ -216,6 +235,31 @@ func (p *Proxy) Kill() {
 	p.killed = true
 	p.mu.Unlock()
 	p.CloseConns()
+}
+
+// Expire expires the client's session on the server, as the simulator's
+// FaultExpire does: the server ends the session, its ephemeral nodes go
+// and the other clients' watches fire; the client sees only its
+// connection drop, and when it reconnects it is told the session expired.
+// Expire keeps the client off while it works (new connections are
+// refused), closes the client's connections, expires the session it saw
+// last (Session) with ExpireSession, bounded by timeout, and lets the
+// client connect again. Without a session it fails and changes nothing.
+func (p *Proxy) Expire(timeout time.Duration) error {
+	id, passwd, ok := p.Session()
+	if !ok {
+		return fmt.Errorf("zktest: proxy to %s: expire: no session seen", p.target)
+	}
+	p.mu.Lock()
+	p.expiring++
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.expiring--
+		p.mu.Unlock()
+	}()
+	p.CloseConns()
+	return ExpireSession(p.target, id, passwd, timeout)
 }
 
 // Heal ends a blackhole, a delay and a refusal now; not a Kill.
@@ -297,7 +341,19 @@ func (p *Proxy) acceptLoop() {
 
 // refusingLocked reports whether a new connection is to be closed at once.
 func (p *Proxy) refusingLocked() bool {
-	return p.killed || time.Now().Before(p.refuseUntil)
+	return p.killed || p.expiring > 0 || time.Now().Before(p.refuseUntil)
+}
+
+// noteConnectResponse keeps the session of a ConnectResponse frame (with
+// its length prefix); a malformed one is ignored.
+func (p *Proxy) noteConnectResponse(f []byte) {
+	r, err := parseConnectResponse(f[4:])
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	p.session, p.hasSession = r, true
+	p.mu.Unlock()
 }
 
 const noXid = int64(1) << 40
@@ -378,6 +434,9 @@ func (pc *proxyConn) pipe(src, dst net.Conn, toServer bool) {
 			if err != nil {
 				close(ended)
 				return
+			}
+			if first && !toServer {
+				pc.p.noteConnectResponse(f)
 			}
 			if !first && !pc.inspect(f, toServer) {
 				return
@@ -483,13 +542,16 @@ func (p *Proxy) hold(at time.Time, done, ended <-chan struct{}) bool {
 
 var errFrameTooLong = errors.New("zktest: frame too long")
 
-func readFrame(r io.Reader) ([]byte, error) {
+func readFrame(r io.Reader) ([]byte, error) { return readFrameMax(r, frameBytesMax) }
+
+// readFrameMax reads one frame whose body is at most bytesMax long.
+func readFrameMax(r io.Reader, bytesMax uint32) ([]byte, error) {
 	var prefix [4]byte
 	if _, err := io.ReadFull(r, prefix[:]); err != nil {
 		return nil, err
 	}
 	n := binary.BigEndian.Uint32(prefix[:])
-	if n > frameBytesMax {
+	if n > bytesMax {
 		return nil, errFrameTooLong
 	}
 	f := make([]byte, 4+int(n))

@@ -243,6 +243,80 @@ func TestProxyKill(t *testing.T) {
 	}
 }
 
+func TestProxySession(t *testing.T) {
+	srv := zktest.Shared(t)
+	p := zktest.NewProxy(t, srv.Addr)
+	if _, _, ok := p.Session(); ok {
+		t.Fatal("a session before any connection")
+	}
+	c := srv.Dial(t, 10*time.Second, zkconn.WithDialer(p.Dialer()))
+	id, passwd, ok := p.Session()
+	if !ok || id != c.Session().ID || len(passwd) != 16 {
+		t.Fatalf("captured session %#x %x %v, client's %#x", id, passwd, ok, c.Session().ID)
+	}
+	// The same session after a reconnect.
+	p.CloseConns()
+	waitFor(t, c, "a disconnect", func(s recipes.Session) bool { return !s.Connected() })
+	waitFor(t, c, "the reconnect", recipes.Session.Connected)
+	if id2, passwd2, ok := p.Session(); !ok || id2 != id || string(passwd2) != string(passwd) {
+		t.Fatalf("after a reconnect: %#x %x %v, want %#x %x", id2, passwd2, ok, id, passwd)
+	}
+}
+
+// TestProxyExpire: Proxy.Expire is the simulator's FaultExpire on a real
+// server. The other clients see the ephemeral node go at once; the client
+// sees its connection drop, then "session expired" when it reconnects
+// (StateExpired), then a new session; its own watches end with
+// EventNotWatching, not with the deletion of its node.
+func TestProxyExpire(t *testing.T) {
+	srv := zktest.Shared(t)
+	p := zktest.NewProxy(t, srv.Addr)
+	if err := p.Expire(5 * time.Second); err == nil {
+		t.Fatal("Expire without a session succeeded")
+	}
+	c := srv.Dial(t, 10*time.Second, zkconn.WithDialer(p.Dialer()))
+	other := srv.Dial(t, 10*time.Second)
+	ctx := context.Background()
+	node := "/proxy-expire-" + c.GUID()
+	if _, err := c.Create(ctx, node, nil, zk.FlagEphemeral, acl); err != nil {
+		t.Fatal(err)
+	}
+	_, _, own, err := c.GetW(ctx, node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, gone, err := other.ExistsW(ctx, node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := c.Session()
+	if err := p.Expire(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	// The deletion is done when Expire returns.
+	if ok, _, err := other.Exists(ctx, node); err != nil || ok {
+		t.Fatalf("exists after Expire = %v, %v", ok, err)
+	}
+	if ev, err := other.Wait(wctx, gone); err != nil || ev.Type != zk.EventNodeDeleted {
+		t.Fatalf("the other client's watch = %+v, %v", ev, err)
+	}
+	// The client: expired (zkconn clears the id only on StateExpired),
+	// then a new session.
+	waitFor(t, c, "the expiry", func(s recipes.Session) bool { return s.ID == 0 })
+	after := waitFor(t, c, "a new session", recipes.Session.Connected)
+	if after.ID == before.ID {
+		t.Fatalf("the client kept session %#x", before.ID)
+	}
+	if ev, err := c.Wait(wctx, own); err != nil || ev.Type != zk.EventNotWatching || !errors.Is(ev.Err, zk.ErrSessionExpired) {
+		t.Fatalf("the client's own watch = %+v, %v; want EventNotWatching with ErrSessionExpired", ev, err)
+	}
+	if err := p.Expire(5 * time.Second); err != nil {
+		t.Fatalf("expiring the new session: %v", err)
+	}
+}
+
 // TestProxyTargets: StartProxy, for the CLI, takes any HOST:PORT, since
 // the user's server may be remote; NewProxy, for tests, keeps them on
 // loopback as Shared and ZKLAB_ZK do.
