@@ -11,64 +11,235 @@ import (
 )
 
 // observedConn is the recipes.Conn a workload hands its recipe: the
-// simulated client, with the calls the herd figures and the dead-watch
-// check need counted on the way.
+// client (simulated or real), with what the checks need noted on the way:
+// the herd figures, dead watches, the calls each client made (where a
+// fault found on the simulator is anchored on a real server), and on a
+// real server the deletes and the faults that stop a client's process.
 type observedConn struct {
-	*sim.Client
-	w   *sim.World
-	obs *observer
+	recipes.Conn
+	r      *runner
+	client int
 }
 
 var _ recipes.Conn = (*observedConn)(nil)
 
+// enter runs before a call: on a real server it holds a paused client,
+// ends a crashed one's task, and notes the request for the trace.
+func (c *observedConn) enter(op, p string) {
+	if c.r.real != nil {
+		c.r.real.gate(c.client)
+		c.r.real.event(sim.Event{Kind: "send", Client: c.client, Op: op, Path: p})
+	}
+}
+
+// leave runs after a data call returns: it counts the call and, on a
+// real server, notes the reply and injects the faults anchored at that
+// count.
+func (c *observedConn) leave(op, p string, err error) {
+	c.r.mu.Lock()
+	c.r.obs.calls[c.client]++
+	n := c.r.obs.calls[c.client]
+	c.r.mu.Unlock()
+	if c.r.real != nil {
+		e := sim.Event{Kind: "recv", Client: c.client, Op: op, Path: p}
+		if err != nil {
+			e.Err = err.Error()
+		}
+		c.r.real.event(e)
+		c.r.real.afterCall(c.client, n)
+		c.r.real.gate(c.client)
+	}
+}
+
+// settle runs before and after a sleep or a wait: on a real server a
+// pause holds the task until it ends, and a crash ends it.
+func (c *observedConn) settle() {
+	if c.r.real != nil {
+		c.r.real.gate(c.client)
+	}
+}
+
+// Close closes the client's session.
+func (c *observedConn) Close() {
+	if cl, ok := c.Conn.(interface{ Close() }); ok {
+		if c.r.real != nil {
+			c.r.real.closing(c.client, cl.Close)
+			return
+		}
+		cl.Close()
+	}
+}
+
 // Create notes the directories where the recipe makes persistent nodes.
 func (c *observedConn) Create(ctx context.Context, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	c.enter("create", p)
 	if flags&zk.FlagEphemeral == 0 {
-		c.obs.persistentDirs[path.Dir(p)] = true
+		c.r.mu.Lock()
+		c.r.obs.persistentDirs[path.Dir(p)] = true
+		c.r.mu.Unlock()
 	}
-	return c.Client.Create(ctx, p, data, flags, acl)
+	name, err := c.Conn.Create(ctx, p, data, flags, acl)
+	c.leave("create", p, err)
+	return name, err
 }
 
-func (c *observedConn) count(names []string) {
-	c.obs.childrenCalls++
-	for _, n := range names {
-		c.obs.bytesReturned += int64(len(n))
+func (c *observedConn) CreateContainer(ctx context.Context, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	c.enter("createContainer", p)
+	c.r.mu.Lock()
+	c.r.obs.persistentDirs[path.Dir(p)] = true
+	c.r.mu.Unlock()
+	name, err := c.Conn.CreateContainer(ctx, p, data, flags, acl)
+	c.leave("createContainer", p, err)
+	return name, err
+}
+
+// Delete notes, on a real server, when a delete took effect: the
+// server's own record of it is out of reach there.
+func (c *observedConn) Delete(ctx context.Context, p string, version int32) error {
+	c.enter("delete", p)
+	call := c.r.step()
+	err := c.Conn.Delete(ctx, p, version)
+	c.noteDelete(p, call, err)
+	c.leave("delete", p, err)
+	return err
+}
+
+func (c *observedConn) noteDelete(p string, call uint64, err error) {
+	if c.r.real == nil || (err != nil && err != zk.ErrNoNode) {
+		return
 	}
+	c.r.real.noteDelete(c.client, p, call, c.r.step(), err == nil)
 }
 
-func (c *observedConn) Children(ctx context.Context, p string) ([]string, *zk.Stat, error) {
-	names, st, err := c.Client.Children(ctx, p)
-	c.count(names)
-	return names, st, err
-}
-
-func (c *observedConn) ChildrenW(ctx context.Context, p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	names, st, ch, err := c.Client.ChildrenW(ctx, p)
-	c.count(names)
-	return names, st, ch, err
-}
-
-func (c *observedConn) Get(ctx context.Context, p string) ([]byte, *zk.Stat, error) {
-	data, st, err := c.Client.Get(ctx, p)
-	c.obs.bytesReturned += int64(len(data))
-	return data, st, err
-}
-
-func (c *observedConn) GetW(ctx context.Context, p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	data, st, ch, err := c.Client.GetW(ctx, p)
-	c.obs.bytesReturned += int64(len(data))
-	return data, st, ch, err
+func (c *observedConn) Exists(ctx context.Context, p string) (bool, *zk.Stat, error) {
+	c.enter("exists", p)
+	ok, st, err := c.Conn.Exists(ctx, p)
+	c.leave("exists", p, err)
+	return ok, st, err
 }
 
 // ExistsW notes a watch that can never fire: an exists watch on a
 // sequential node that is gone. ZooKeeper never hands out a sequence
 // number twice, so nothing will create that node again.
 func (c *observedConn) ExistsW(ctx context.Context, p string) (bool, *zk.Stat, <-chan zk.Event, error) {
-	ok, st, ch, err := c.Client.ExistsW(ctx, p)
+	c.enter("exists", p)
+	ok, st, ch, err := c.Conn.ExistsW(ctx, p)
 	if err == nil && !ok && sequentialName(path.Base(p)) {
-		c.obs.deadWatches = append(c.obs.deadWatches, deadWatch{client: c.Number(), path: p, step: c.w.StepCount(), time: c.w.Now()})
+		c.r.mu.Lock()
+		c.r.obs.deadWatches = append(c.r.obs.deadWatches, deadWatch{client: c.client, path: p, step: c.r.step(), time: c.r.now()})
+		c.r.mu.Unlock()
 	}
+	c.leave("exists", p, err)
 	return ok, st, ch, err
+}
+
+func (c *observedConn) count(names []string) {
+	c.r.mu.Lock()
+	c.r.obs.childrenCalls++
+	for _, n := range names {
+		c.r.obs.bytesReturned += int64(len(n))
+	}
+	c.r.mu.Unlock()
+}
+
+func (c *observedConn) countBytes(data []byte) {
+	c.r.mu.Lock()
+	c.r.obs.bytesReturned += int64(len(data))
+	c.r.mu.Unlock()
+}
+
+func (c *observedConn) Children(ctx context.Context, p string) ([]string, *zk.Stat, error) {
+	c.enter("getChildren", p)
+	names, st, err := c.Conn.Children(ctx, p)
+	c.count(names)
+	c.leave("getChildren", p, err)
+	return names, st, err
+}
+
+func (c *observedConn) ChildrenW(ctx context.Context, p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+	c.enter("getChildren", p)
+	names, st, ch, err := c.Conn.ChildrenW(ctx, p)
+	c.count(names)
+	c.leave("getChildren", p, err)
+	return names, st, ch, err
+}
+
+func (c *observedConn) Get(ctx context.Context, p string) ([]byte, *zk.Stat, error) {
+	c.enter("getData", p)
+	data, st, err := c.Conn.Get(ctx, p)
+	c.countBytes(data)
+	c.leave("getData", p, err)
+	return data, st, err
+}
+
+func (c *observedConn) GetW(ctx context.Context, p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	c.enter("getData", p)
+	data, st, ch, err := c.Conn.GetW(ctx, p)
+	c.countBytes(data)
+	c.leave("getData", p, err)
+	return data, st, ch, err
+}
+
+func (c *observedConn) Set(ctx context.Context, p string, data []byte, version int32) (*zk.Stat, error) {
+	c.enter("setData", p)
+	st, err := c.Conn.Set(ctx, p, data, version)
+	c.leave("setData", p, err)
+	return st, err
+}
+
+// Multi notes the deletes of a multi that took effect, as Delete does.
+func (c *observedConn) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	c.enter("multi", "")
+	call := c.r.step()
+	res, err := c.Conn.Multi(ctx, ops...)
+	if err == nil {
+		for _, op := range ops {
+			if d, ok := op.(*zk.DeleteRequest); ok {
+				c.noteDelete(d.Path, call, nil)
+			}
+		}
+	}
+	c.leave("multi", "", err)
+	return res, err
+}
+
+func (c *observedConn) Sync(ctx context.Context, p string) (string, error) {
+	c.enter("sync", p)
+	s, err := c.Conn.Sync(ctx, p)
+	c.leave("sync", p, err)
+	return s, err
+}
+
+func (c *observedConn) WaitSession(ctx context.Context, seen recipes.Session) (recipes.Session, error) {
+	c.settle()
+	s, err := c.Conn.WaitSession(ctx, seen)
+	c.settle()
+	return s, err
+}
+
+// Wait counts, on a real server, the watch notifications the recipe
+// received; the simulator counts them as its trace delivers them.
+func (c *observedConn) Wait(ctx context.Context, watches ...<-chan zk.Event) (zk.Event, error) {
+	c.settle()
+	if c.r.real != nil {
+		c.r.real.settled(c.client)
+	}
+	ev, err := c.Conn.Wait(ctx, watches...)
+	if c.r.real != nil && err == nil && ev.Type != zk.EventNotWatching && ev.Type != zk.EventSession && ev.Type != 0 {
+		c.r.mu.Lock()
+		c.r.obs.notifications++
+		c.r.mu.Unlock()
+		c.r.real.event(sim.Event{Kind: "watch", Client: c.client, Op: ev.Type.String(), Path: ev.Path})
+	}
+	c.settle()
+	return ev, err
+}
+
+func (c *observedConn) Sleep(ctx context.Context, d time.Duration) error {
+	c.settle()
+	err := c.Conn.Sleep(ctx, d)
+	c.settle()
+	return err
 }
 
 func sequentialName(name string) bool {

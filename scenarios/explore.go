@@ -66,6 +66,10 @@ type ExploreOptions struct {
 	// and the wall time since the search began (a CLI's progress line).
 	Progress func(runs int, elapsed time.Duration)
 
+	// ZK, when set, explores on the real ZooKeeper at these servers
+	// (HOST:PORT) instead of the simulator: see exploreOnZK.
+	ZK []string
+
 	// exactShape draws exactly Clients clients and Cycles cycles (the
 	// throughput benchmark's fixed shape).
 	exactShape bool
@@ -287,6 +291,17 @@ func setRapidFlags(values map[string]string) (restore func(), err error) {
 // a scenario file in o.Dir, and replayed from that file to make sure it
 // fails the same way.
 func Explore(o ExploreOptions) (*ExploreResult, error) {
+	if len(o.ZK) > 0 {
+		kinds, err := zkFaultKinds(o.Faults)
+		if err != nil {
+			return nil, err
+		}
+		o.Faults = kinds
+		if err := o.fill(); err != nil {
+			return nil, err
+		}
+		return exploreOnZK(o)
+	}
 	if err := o.fill(); err != nil {
 		return nil, err
 	}

@@ -162,11 +162,28 @@ type observer struct {
 	childrenCalls int64
 	bytesReturned int64
 	deadWatches   []deadWatch
+
+	// calls counts each client's data calls that returned (index: the
+	// client's number); injected keeps, for each fault the simulator
+	// injected, the count of its client then: where a run on a real
+	// server, which has no steps, injects a fault given by step.
+	calls    []int64
+	injected []injectedFault
 }
 
-func newObserver(keep bool) *observer {
+// injectedFault is a fault as the trace reported its injection.
+type injectedFault struct {
+	detail string // sim.Fault.String()
+	client int
+	calls  int64 // the client's data calls that had returned
+	time   time.Duration
+	step   uint64
+}
+
+func newObserver(keep bool, clients int) *observer {
 	return &observer{
 		keep:           keep,
+		calls:          make([]int64, clients+1),
 		sessionClient:  map[int64]int{},
 		deletes:        map[string][]uint64{},
 		closes:         map[int64]uint64{},
@@ -225,6 +242,11 @@ func (o *observer) Event(e sim.Event) {
 		}
 		if !strings.Contains(e.Detail, "dropped") { // a dropped request or reply is the same fault taking effect
 			o.lastFaultStep = e.Step
+			in := injectedFault{detail: e.Detail, client: e.Client, time: e.Time, step: e.Step}
+			if e.Client > 0 && e.Client < len(o.calls) {
+				in.calls = o.calls[e.Client]
+			}
+			o.injected = append(o.injected, in)
 		}
 		o.lastFaultEnd = max(o.lastFaultEnd, e.Time)
 		if strings.HasPrefix(e.Detail, string(sim.FaultCrash)+" ") {
@@ -269,6 +291,17 @@ func (o *observer) nodeGone(node string, from uint64) (uint64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// leaseEnd bounds where a granted lease ended in ZooKeeper's view: the
+// simulator knows the step; a real server's clients know it only between
+// two events of theirs.
+func (r *runner) leaseEnd(l *lockRec) (from, to uint64, ok bool) {
+	if r.real != nil {
+		return r.real.leaseEnd(l)
+	}
+	end, ok := r.obs.zkEnd(l)
+	return end, end, ok
 }
 
 // zkEnd is where a granted lease ended in ZooKeeper's view: the first

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/zklab/zklab/recipes/zkconn/zktest"
 )
 
 // envReadme runs the README's failing example in a child process.
@@ -24,7 +26,7 @@ func TestMain(m *testing.M) {
 		}
 		flag.Set("test.skip", skip)
 	}
-	os.Exit(m.Run())
+	os.Exit(zktest.Main(m))
 }
 
 // TestReadmeExample runs the README's example, TestBrokenLock, in a child

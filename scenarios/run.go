@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/zklab/zklab/recipes"
@@ -80,6 +81,13 @@ type RunOptions struct {
 	// MaxSteps bounds the run; 0 means 2,000,000 steps. A run past it is
 	// reported by the "run" check.
 	MaxSteps uint64
+	// ZK, when set, runs the scenario on the real ZooKeeper at these
+	// servers (HOST:PORT) instead of the simulator; see runOnZK for what
+	// carries over and what cannot.
+	ZK []string
+	// ZKLog, if set, hears what a run on a real server does as it goes
+	// (the faults it injects), one line at a time.
+	ZKLog func(line string)
 }
 
 // Result is what a run gives: the scenario as run (its schedule the
@@ -93,6 +101,9 @@ type Result struct {
 	Time  time.Duration
 	// Report holds what a report draws (RunOptions.Report).
 	Report *Report
+	// Notes say how a run on a real server went: when each fault was
+	// injected, and which were not.
+	Notes []string
 
 	hist *history
 }
@@ -149,37 +160,66 @@ func Run(sc *Scenario, o RunOptions) (*Result, error) {
 			return nil, fmt.Errorf("scenario: fault %s names no client of %d", formatFault(f), sc.Clients)
 		}
 	}
+	if len(o.ZK) > 0 {
+		return runOnZK(sc, o, ctor, lockKind)
+	}
 	r := newRunner(sc, o, ctor, lockKind)
 	return r.run(), nil
 }
 
-// runner holds one run.
+// step is the runner's clock of events: the simulator's step, or on a
+// real server a counter every reading advances, so that what one task
+// noted after another's note has the larger number.
+func (r *runner) step() uint64 {
+	if r.real != nil {
+		return r.real.events.Add(1)
+	}
+	return r.w.StepCount()
+}
+
+// now is the time since the run began: virtual in the simulator.
+func (r *runner) now() time.Duration {
+	if r.real != nil {
+		return time.Since(r.real.start)
+	}
+	return r.w.Now()
+}
+
+// runner holds one run: on the simulator (w), or on a real ZooKeeper
+// (real).
 type runner struct {
 	sc       *Scenario
 	opts     RunOptions
 	ctor     Constructor
 	lockKind string
+	lockPath string
 	w        *sim.World
-	obs      *observer
-	rec      *sim.Record
-	store    *store
-	last     storeLast
-	clients  []*sim.Client
-	hist     history
-	done     []bool // per client: its task ended
-	runErr   error
-	probe    []probeNode
-	probed   bool
+	real     *zkRun
+	endTime  time.Duration // when the run ended
+	// mu guards the history, the store and the observer: on a real
+	// server the clients' tasks run at once. In the simulator one task
+	// runs at a time and the lock is never contended.
+	mu      sync.Mutex
+	obs     *observer
+	rec     *sim.Record
+	store   *store
+	last    storeLast
+	clients []*sim.Client
+	hist    history
+	done    []bool // per client: its task ended
+	runErr  error
+	probe   []probeNode
+	probed  bool
 }
 
 func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) *runner {
-	r := &runner{sc: sc, opts: o, ctor: ctor, lockKind: lockKind}
+	r := &runner{sc: sc, opts: o, ctor: ctor, lockKind: lockKind, lockPath: LockRoot}
 	var inner sim.Strategy = &sim.Replay{Choices: sc.Schedule, Next: firstStrategy{}}
 	if o.Strategy != nil {
 		inner = o.Strategy
 	}
 	r.rec = &sim.Record{Inner: inner}
-	r.obs = newObserver(o.Trace)
+	r.obs = newObserver(o.Trace, sc.Clients)
 	r.obs.report = o.Report
 	maxSteps := o.MaxSteps
 	if maxSteps == 0 {
@@ -230,8 +270,8 @@ func (r *runner) run() *Result {
 			panic(err) // the timeout was checked positive
 		}
 		r.clients = append(r.clients, c)
-		conn := &observedConn{Client: c, w: r.w, obs: r.obs}
-		lock := r.ctor(conn, LockRoot, r.sc.options(i))
+		conn := &observedConn{Conn: c, r: r, client: i}
+		lock := r.ctor(conn, r.lockPath, r.sc.options(i))
 		r.w.Go(c, fmt.Sprintf("c%d", i), r.workload(i, conn, lock))
 	}
 	for {
@@ -249,6 +289,7 @@ func (r *runner) run() *Result {
 		r.probeTree()
 	}
 	steps, now := r.w.StepCount(), r.w.Now()
+	r.endTime = now
 	// Closing the world ends the tasks still blocked; what had finished
 	// is decided now.
 	r.done = slices.Clone(r.done)
@@ -301,14 +342,28 @@ const acquireBackoff = 100 * time.Millisecond
 // hold, write the store, release, think; then close the session.
 func (r *runner) workload(i int, conn *observedConn, lock Lock) func(ctx context.Context) {
 	return func(ctx context.Context) {
-		defer func() { r.done[i] = true }()
+		defer func() {
+			r.mu.Lock()
+			r.done[i] = true
+			r.mu.Unlock()
+		}()
 		shared := r.sc.options(i).Read
 		for range r.sc.Cycles {
-			l := r.hist.add(lockRec{client: i, shared: shared, acquireCall: r.w.StepCount(), acquireCallTime: r.w.Now()})
+			r.mu.Lock()
+			l := r.hist.add(lockRec{client: i, shared: shared, acquireCall: r.step(), acquireCallTime: r.now()})
+			r.mu.Unlock()
 			lease, err := lock.Acquire(ctx)
-			l.acquireReturn, l.acquireReturnTime, l.acquireErr, l.returned = r.w.StepCount(), r.w.Now(), err, true
 			if err == nil && lease == nil {
 				err = errors.New("scenarios: Acquire returned neither a lease nor an error")
+			}
+			r.mu.Lock()
+			l.acquireReturn, l.acquireReturnTime, l.acquireErr, l.returned = r.step(), r.now(), err, true
+			if err == nil {
+				l.granted, l.token, l.session, l.nodes = true, lease.Token(), lease.SessionID(), lease.Nodes()
+			}
+			r.mu.Unlock()
+			if r.real != nil {
+				r.real.settled(i)
 			}
 			if err != nil {
 				if conn.Sleep(ctx, acquireBackoff) != nil {
@@ -316,11 +371,15 @@ func (r *runner) workload(i int, conn *observedConn, lock Lock) func(ctx context
 				}
 				continue
 			}
-			l.granted, l.token, l.session, l.nodes = true, lease.Token(), lease.SessionID(), lease.Nodes()
 			r.critical(ctx, i, conn, l)
-			l.releaseCall, l.releaseCalled = r.w.StepCount(), true
-			l.releaseErr = lease.Release(ctx)
-			l.releaseReturn, l.releaseReturned = r.w.StepCount(), true
+			r.mu.Lock()
+			l.releaseCall, l.releaseCalled = r.step(), true
+			r.mu.Unlock()
+			err = lease.Release(ctx)
+			r.mu.Lock()
+			l.releaseErr = err
+			l.releaseReturn, l.releaseReturned = r.step(), true
+			r.mu.Unlock()
 			if r.sc.Think > 0 && conn.Sleep(ctx, r.sc.Think) != nil {
 				return
 			}
@@ -333,24 +392,33 @@ func (r *runner) workload(i int, conn *observedConn, lock Lock) func(ctx context
 // one. Reads and writes take storeLatency each, so they are separate
 // steps. A read or write the fenced store refuses ends the section.
 func (r *runner) critical(ctx context.Context, i int, conn *observedConn, l *lockRec) {
-	u := r.hist.addUpdate(updateRec{client: i, token: l.token, readCall: r.w.StepCount()})
+	r.mu.Lock()
+	u := r.hist.addUpdate(updateRec{client: i, token: l.token, readCall: r.step()})
+	r.mu.Unlock()
 	if conn.Sleep(ctx, storeLatencyMs*time.Millisecond) != nil {
 		return
 	}
+	r.mu.Lock()
 	u.read, u.readOK = r.store.read(l.token)
-	u.readReturn, u.readDone = r.w.StepCount(), true
-	if !u.readOK {
+	u.readReturn, u.readDone = r.step(), true
+	ok := u.readOK
+	r.mu.Unlock()
+	if !ok {
 		return
 	}
 	if r.sc.Hold > 0 && conn.Sleep(ctx, r.sc.Hold) != nil {
 		return
 	}
-	u.writeCall = r.w.StepCount()
+	r.mu.Lock()
+	u.writeCall = r.step()
+	r.mu.Unlock()
 	if conn.Sleep(ctx, storeLatencyMs*time.Millisecond) != nil {
 		return
 	}
-	u.writeOK = r.store.write(i, l.token, u.read, r.w.StepCount(), &r.last)
-	u.writeReturn, u.wrote = r.w.StepCount(), true
+	r.mu.Lock()
+	u.writeOK = r.store.write(i, l.token, u.read, r.step(), &r.last)
+	u.writeReturn, u.wrote = r.step(), true
+	r.mu.Unlock()
 }
 
 // probeNode is a node of the lock's tree as a probe client saw it after
@@ -374,7 +442,7 @@ func (r *runner) probeTree() {
 	}
 	r.probed = true
 	r.w.Go(c, "probe", func(ctx context.Context) {
-		queue := []string{LockRoot}
+		queue := []string{r.lockPath}
 		for len(queue) > 0 && len(r.probe) < probeLimit {
 			p := queue[0]
 			queue = queue[1:]

@@ -1,0 +1,685 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zklab/zklab/recipes"
+	"github.com/zklab/zklab/recipes/zkconn"
+	"github.com/zklab/zklab/recipes/zkconn/zktest"
+	"github.com/zklab/zklab/sim"
+)
+
+// A run on a real ZooKeeper (RunOptions.ZK) runs the scenario's workload
+// (the same recipe, clients, cycles, store and checks) against the
+// server, each client in its own goroutine and through its own fault
+// proxy (zktest.Proxy). What cannot carry over:
+//
+//   - The schedule: the server and the network decide the order; two runs
+//     differ. The verdict is of this run.
+//   - Steps: a fault given at a step is injected where its client was on
+//     the simulator when it struck there (after the same number of its
+//     calls had returned), found by running the scenario on the simulator
+//     first. A fault given at a time is injected at that wall time.
+//   - A server restart: zklab does not run the server. A scenario with
+//     one is refused.
+//
+// The faults, on a real server: drop-request and drop-reply arm the
+// client's proxy for its next request; disconnect refuses its
+// connections for the duration; partition blackholes them; pause
+// blackholes them and holds the client's task at its next call, sleep or
+// wait until the pause ends; crash kills the proxy for good and ends the
+// task; expire expires the session on the server (the way ZooKeeper's own
+// tests do: a second connection takes the session over and closes it) and
+// drops the client's connection, so that it learns of the expiry when it
+// reconnects.
+//
+// The checks see ZooKeeper's view only through what the clients saw: a
+// lease ends between the call and the return of the delete that removed
+// its node, or, when nobody saw that delete, between the acquire and the
+// first sign that the node was gone (a release that returned, the
+// client's session expiry or close, a delete that found no node, the probe
+// after the run). The lock's history takes the whole window; zk-holders
+// counts a lease to the window's start, so it reports only a certain
+// overlap. zk-linearizable needs the simulator's history and is n/a.
+
+// zkConnectWait bounds the wait for a client's first session.
+const zkConnectWait = 5 * time.Second
+
+// zkTaskWait bounds the wait for the tasks to end once the run is over
+// and their context is cancelled.
+const zkTaskWait = 30 * time.Second
+
+// zkStartStagger bounds the wait for a task to settle before the next
+// task starts.
+const zkStartStagger = 2 * time.Second
+
+// zkFaultTimeout bounds the expiry of a session by a second connection.
+const zkFaultTimeout = 10 * time.Second
+
+// zkRun is the real server's side of a run.
+type zkRun struct {
+	r       *runner
+	servers []string
+	start   time.Time
+	events  atomic.Uint64 // the runner's step on a real server
+
+	admin   *zkconn.Conn
+	root    string // the run's own tree: /zklab-run-<hex>
+	proxies []*zktest.Proxy
+	conns   []*zkconn.Conn
+	ctx     context.Context
+	cancel  context.CancelFunc
+	tasks   sync.WaitGroup
+	aux     sync.WaitGroup // the session watchers and timed faults
+
+	// Guarded by r.mu.
+	pausedUntil []time.Time
+	crashed     []bool
+	deletes     map[string][]zkDelete
+	gone        map[int64]uint64 // session -> the event at which its end was known (expiry seen, close returned)
+	anchored    []anchoredFault  // faults given by step, waiting for their client's call count
+	settledCh   []chan struct{}  // closed when the client first holds or waits
+	settleOnce  []sync.Once
+	probeStep   uint64
+	probeFound  map[string]int64 // node -> czxid, as the probe saw the lock's tree
+	notes       []string
+}
+
+// zkDelete is a delete of a node seen by the client that made it: applied
+// between call and ret, or (applied false) finding the node gone at call.
+type zkDelete struct {
+	client    int
+	call, ret uint64
+	applied   bool
+}
+
+// anchoredFault is a fault given by step, to be injected once its client
+// has had calls data calls return.
+type anchoredFault struct {
+	f     sim.ScheduledFault
+	calls int64
+	onSim injectedFault
+	done  bool
+}
+
+// runOnZK runs sc on the real ZooKeeper at o.ZK. An error is a scenario it
+// cannot run there (a restart) or a server it cannot reach.
+func runOnZK(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) (*Result, error) {
+	for _, f := range sc.Faults {
+		if f.Kind == sim.FaultRestart {
+			return nil, fmt.Errorf("scenario: fault %s: a real server's restart is not in zklab's hands; run it on the simulator", formatFault(f))
+		}
+	}
+	anchors, notes, err := anchorFaults(sc, o, ctor, lockKind)
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{sc: sc, opts: o, ctor: ctor, lockKind: lockKind}
+	r.obs = newObserver(false, sc.Clients)
+	r.store = &store{fenced: sc.Store == StoreFenced}
+	r.done = make([]bool, sc.Clients+1)
+	z := &zkRun{
+		r:           r,
+		servers:     o.ZK,
+		pausedUntil: make([]time.Time, sc.Clients+1),
+		crashed:     make([]bool, sc.Clients+1),
+		settledCh:   make([]chan struct{}, sc.Clients+1),
+		settleOnce:  make([]sync.Once, sc.Clients+1),
+		deletes:     map[string][]zkDelete{},
+		gone:        map[int64]uint64{},
+		anchored:    anchors,
+		notes:       notes,
+	}
+	for i := range z.settledCh {
+		z.settledCh[i] = make(chan struct{})
+	}
+	r.real = z
+	if err := z.setup(); err != nil {
+		z.teardown()
+		return nil, err
+	}
+	z.run()
+	z.teardown()
+
+	r.mu.Lock()
+	steps := z.events.Load()
+	hist := r.hist.snapshot()
+	done := slices.Clone(r.done)
+	z.notes = append(z.notes, fmt.Sprintf("the run's tree was %s; it ran for %v", z.root, r.endTime.Round(time.Millisecond)))
+	notes = slices.Clone(z.notes)
+	r.mu.Unlock()
+	r.hist = *hist
+	r.done = done
+
+	out := sc.clone()
+	out.Schedule = nil
+	res := &Result{Scenario: out, Steps: steps, Time: r.endTime, Notes: notes, hist: &r.hist}
+	res.Verdict = r.check(nil, steps)
+	r.mu.Lock()
+	if o.Trace {
+		res.Trace = r.obs.text.String()
+	}
+	if o.Report {
+		r.obs.events = slices.Clone(r.obs.events)
+	}
+	r.mu.Unlock()
+	if o.Report {
+		res.Report = r.report(steps)
+	}
+	return res, nil
+}
+
+// anchorFaults runs the scenario on the simulator and finds, for each
+// fault given by step, how many of its client's calls had returned when
+// it struck there.
+func anchorFaults(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) ([]anchoredFault, []string, error) {
+	byStep := slices.ContainsFunc(sc.Faults, func(f sim.ScheduledFault) bool { return f.AtStep != 0 })
+	if !byStep {
+		return nil, nil, nil
+	}
+	simOpts := o
+	simOpts.ZK, simOpts.ZKLog, simOpts.Trace, simOpts.Report, simOpts.Znodes = nil, nil, false, false, false
+	sr := newRunner(sc, simOpts, ctor, lockKind)
+	sr.run()
+	pending := make([]bool, len(sc.Faults))
+	found := make([]*injectedFault, len(sc.Faults))
+	for i, f := range sc.Faults {
+		pending[i] = f.AtStep != 0
+	}
+	for k := range sr.obs.injected {
+		in := &sr.obs.injected[k]
+		for i, f := range sc.Faults {
+			if pending[i] && f.Client == in.client && f.Fault.String() == in.detail {
+				pending[i], found[i] = false, in
+				break
+			}
+		}
+	}
+	var anchors []anchoredFault
+	var notes []string
+	for i, f := range sc.Faults {
+		if f.AtStep == 0 {
+			continue
+		}
+		if found[i] == nil {
+			notes = append(notes, fmt.Sprintf("fault %s: never struck on the simulator; not injected", formatFault(f)))
+			continue
+		}
+		anchors = append(anchors, anchoredFault{f: f, calls: found[i].calls, onSim: *found[i]})
+	}
+	return anchors, notes, nil
+}
+
+// setup reaches the server, makes the run's tree and connects every
+// client through its own proxy.
+func (z *zkRun) setup() error {
+	r := z.r
+	admin, err := zkconn.Dial(z.servers, r.sc.SessionTimeout)
+	if err != nil {
+		return fmt.Errorf("zk %s: %w", strings.Join(z.servers, ","), err)
+	}
+	z.admin = admin
+	ctx, cancel := context.WithTimeout(context.Background(), zkConnectWait)
+	defer cancel()
+	if err := admin.WaitConnected(ctx); err != nil {
+		return fmt.Errorf("zk %s: cannot reach ZooKeeper: no session after %v", strings.Join(z.servers, ","), zkConnectWait)
+	}
+	z.root = "/zklab-run-" + admin.GUID()[:16]
+	if _, err := admin.Create(ctx, z.root, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		return fmt.Errorf("zk %s: create %s: %w", strings.Join(z.servers, ","), z.root, err)
+	}
+	r.lockPath = z.root + "/lock"
+	z.ctx, z.cancel = context.WithCancel(context.Background())
+	for i := 1; i <= r.sc.Clients; i++ {
+		p, err := zktest.StartProxy(z.servers[0])
+		if err != nil {
+			return fmt.Errorf("zk %s: proxy for c%d: %w", z.servers[0], i, err)
+		}
+		z.proxies = append(z.proxies, p)
+		c, err := zkconn.Dial([]string{p.Addr()}, r.sc.SessionTimeout, zkconn.WithDialer(p.Dialer()))
+		if err != nil {
+			return fmt.Errorf("zk %s: c%d: %w", z.servers[0], i, err)
+		}
+		z.conns = append(z.conns, c)
+		if err := c.WaitConnected(ctx); err != nil {
+			return fmt.Errorf("zk %s: c%d has no session after %v", z.servers[0], i, zkConnectWait)
+		}
+		r.obs.sessionClient[c.Session().ID] = i
+	}
+	return nil
+}
+
+// run starts the clock, the faults and the tasks, and waits for the
+// workload to end or for its deadline.
+func (z *zkRun) run() {
+	r := z.r
+	z.start = time.Now()
+	for i, c := range z.conns {
+		z.aux.Add(1)
+		go z.watchSession(i+1, c)
+	}
+	for k := range z.anchored {
+		if a := &z.anchored[k]; a.calls == 0 {
+			a.done = true
+			z.inject(a.f, fmt.Sprintf("before c%d's first call, where it struck on the simulator", a.f.Client))
+		}
+	}
+	for _, f := range r.sc.Faults {
+		if f.AtStep != 0 {
+			continue
+		}
+		z.aux.Add(1)
+		go func() {
+			defer z.aux.Done()
+			t := time.NewTimer(time.Until(z.start.Add(f.AtTime)))
+			defer t.Stop()
+			select {
+			case <-t.C:
+				z.inject(f, "at its time")
+			case <-z.ctx.Done():
+				r.mu.Lock()
+				z.notes = append(z.notes, fmt.Sprintf("fault %s: the run ended first; not injected", formatFault(f)))
+				r.mu.Unlock()
+			}
+		}()
+	}
+	// The tasks start in client order, each once the one before has
+	// settled: it holds the lock, or waits on a watch, or has ended. The
+	// simulator's default schedule (the first enabled step) runs them in
+	// that order, and the library's stories assume it: c1 first.
+	for i, c := range z.conns {
+		conn := &observedConn{Conn: c, r: r, client: i + 1}
+		lock := r.ctor(conn, r.lockPath, r.sc.options(i+1))
+		work := r.workload(i+1, conn, lock)
+		z.tasks.Add(1)
+		ended := make(chan struct{})
+		go func() {
+			defer z.tasks.Done()
+			defer close(ended)
+			work(z.ctx)
+		}()
+		t := time.NewTimer(zkStartStagger)
+		select {
+		case <-z.settledCh[i+1]:
+		case <-ended:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	const poll = 10 * time.Millisecond
+	for {
+		r.mu.Lock()
+		over := r.allDone()
+		deadline := r.obs.lastFaultEnd + r.quietPeriod() + r.bound()
+		r.mu.Unlock()
+		if over || r.now() >= deadline {
+			break
+		}
+		time.Sleep(poll)
+	}
+	r.mu.Lock()
+	r.endTime = r.now()
+	r.mu.Unlock()
+	z.probe()
+}
+
+// teardown ends the tasks and closes everything; what the run made is
+// deleted.
+func (z *zkRun) teardown() {
+	r := z.r
+	// The tasks cancelled below do not count as done.
+	r.mu.Lock()
+	doneBefore := slices.Clone(r.done)
+	r.mu.Unlock()
+	if z.cancel != nil {
+		z.cancel()
+	}
+	var closing sync.WaitGroup
+	for _, c := range z.conns {
+		closing.Add(1)
+		go func() { defer closing.Done(); c.Close() }()
+	}
+	closing.Wait()
+	waitGroup(&z.tasks, zkTaskWait)
+	waitGroup(&z.aux, zkTaskWait)
+	for _, p := range z.proxies {
+		p.Close()
+	}
+	if z.admin != nil {
+		if z.root != "" {
+			deleteTree(z.admin, z.root)
+		}
+		z.admin.Close()
+	}
+	r.mu.Lock()
+	r.done = doneBefore
+	r.mu.Unlock()
+}
+
+func waitGroup(wg *sync.WaitGroup, limit time.Duration) bool {
+	ended := make(chan struct{})
+	go func() { wg.Wait(); close(ended) }()
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-ended:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// deleteTree removes what the run left under root, depth first. It is
+// tidying: an error leaves the rest (a crashed client's ephemeral nodes
+// stay until its session expires).
+func deleteTree(c *zkconn.Conn, root string) {
+	ctx, cancel := context.WithTimeout(context.Background(), zkTaskWait)
+	defer cancel()
+	var walk func(p string)
+	walk = func(p string) {
+		kids, _, err := c.Children(ctx, p)
+		if err != nil {
+			return
+		}
+		for _, k := range kids {
+			walk(p + "/" + k)
+		}
+		_ = c.Delete(ctx, p, -1)
+	}
+	walk(root)
+}
+
+// watchSession follows client i's session: which session is whose (for
+// the liveness check's blame), and when the client saw one expire.
+func (z *zkRun) watchSession(i int, c *zkconn.Conn) {
+	defer z.aux.Done()
+	r := z.r
+	s := c.Session()
+	last := s.ID
+	for {
+		next, err := c.WaitSession(z.ctx, s)
+		if err != nil {
+			return
+		}
+		s = next
+		r.mu.Lock()
+		if s.ID != 0 && s.ID != last {
+			r.obs.sessionClient[s.ID] = i
+		}
+		if s.State == zk.StateExpired && last != 0 {
+			if _, ok := z.gone[last]; !ok {
+				z.gone[last] = r.step()
+			}
+		}
+		r.mu.Unlock()
+		z.event(sim.Event{Kind: "session", Client: i, Session: s.ID, State: s.State.String()})
+		if s.ID != 0 {
+			last = s.ID
+		}
+	}
+}
+
+// inject applies a fault now.
+func (z *zkRun) inject(f sim.ScheduledFault, when string) {
+	r := z.r
+	at := r.now()
+	p := z.proxies[f.Client-1]
+	var err error
+	switch f.Kind {
+	case sim.FaultDropRequest:
+		p.DropNextRequest()
+	case sim.FaultDropReply:
+		p.DropNextReply()
+	case sim.FaultDisconnect:
+		p.Refuse(f.Duration)
+	case sim.FaultPartition:
+		p.Blackhole(f.Duration)
+	case sim.FaultPause:
+		r.mu.Lock()
+		z.pausedUntil[f.Client] = time.Now().Add(f.Duration)
+		r.mu.Unlock()
+		p.Blackhole(f.Duration)
+	case sim.FaultCrash:
+		r.mu.Lock()
+		z.crashed[f.Client] = true
+		if _, ok := r.obs.crashStep[f.Client]; !ok {
+			r.obs.crashStep[f.Client] = r.step()
+		}
+		r.mu.Unlock()
+		p.Kill()
+	case sim.FaultExpire:
+		err = p.Expire(zkFaultTimeout)
+	default:
+		err = fmt.Errorf("fault kind %q has no counterpart on a real server", f.Kind)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.obs.lastFaultStep = r.step()
+	r.obs.lastFaultEnd = max(r.obs.lastFaultEnd, at+f.Duration)
+	note := fmt.Sprintf("fault %s: injected at %v, %s", formatFault(f), at.Round(time.Millisecond), when)
+	if err != nil {
+		note = fmt.Sprintf("fault %s: not injected at %v: %v", formatFault(f), at.Round(time.Millisecond), err)
+	}
+	z.notes = append(z.notes, note)
+	if r.opts.ZKLog != nil {
+		r.opts.ZKLog(note)
+	}
+	if r.opts.Trace || r.opts.Report {
+		e := sim.Event{Kind: "fault", Client: f.Client, Detail: f.Fault.String(), Step: r.step(), Time: at}
+		if r.opts.Trace {
+			r.obs.text.WriteString(e.Text() + "\n")
+		}
+		if r.opts.Report {
+			r.obs.events = append(r.obs.events, e)
+		}
+	}
+}
+
+// afterCall injects the faults anchored at client's n-th returned call,
+// on the client's own task: the task goes on only once they are in.
+func (z *zkRun) afterCall(client int, n int64) {
+	r := z.r
+	var due []sim.ScheduledFault
+	var onSim []injectedFault
+	r.mu.Lock()
+	for k := range z.anchored {
+		a := &z.anchored[k]
+		if !a.done && a.f.Client == client && a.calls == n {
+			a.done = true
+			due = append(due, a.f)
+			onSim = append(onSim, a.onSim)
+		}
+	}
+	r.mu.Unlock()
+	for k, f := range due {
+		z.inject(f, fmt.Sprintf("after c%d's call %d returned, where it struck on the simulator (step %d, %v)", client, n, onSim[k].step, onSim[k].time.Round(time.Millisecond)))
+	}
+}
+
+// event notes an event of the run for its trace and report, when they
+// are asked for: what the clients sent and received, the watches they
+// saw fire, the faults and the session changes.
+func (z *zkRun) event(e sim.Event) {
+	r := z.r
+	if !r.opts.Trace && !r.opts.Report {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e.Step, e.Time = r.step(), r.now()
+	if r.opts.Trace {
+		r.obs.text.WriteString(e.Text())
+		r.obs.text.WriteByte('\n')
+	}
+	if r.opts.Report {
+		r.obs.events = append(r.obs.events, e)
+	}
+}
+
+// settled notes that client holds the lock or waits on a watch: the next
+// client's task may start.
+func (z *zkRun) settled(client int) {
+	z.settleOnce[client].Do(func() { close(z.settledCh[client]) })
+}
+
+// gate holds a paused client's task until its pause ends, and ends a
+// crashed client's task (as the simulator does, with runtime.Goexit).
+func (z *zkRun) gate(client int) {
+	for {
+		z.r.mu.Lock()
+		crashed, until := z.crashed[client], z.pausedUntil[client]
+		z.r.mu.Unlock()
+		if crashed {
+			runtime.Goexit()
+		}
+		wait := time.Until(until)
+		if wait <= 0 {
+			return
+		}
+		time.Sleep(wait)
+	}
+}
+
+// closing closes client's session and notes when its end was certain.
+func (z *zkRun) closing(client int, closeFn func()) {
+	r := z.r
+	session := z.conns[client-1].Session().ID
+	closeFn()
+	r.mu.Lock()
+	if _, ok := z.gone[session]; !ok && session != 0 {
+		z.gone[session] = r.step()
+	}
+	r.mu.Unlock()
+}
+
+// noteDelete notes a delete a client saw; the caller holds no lock.
+func (z *zkRun) noteDelete(client int, p string, call, ret uint64, applied bool) {
+	z.r.mu.Lock()
+	z.deletes[p] = append(z.deletes[p], zkDelete{client: client, call: call, ret: ret, applied: applied})
+	z.r.mu.Unlock()
+}
+
+// probe lists the lock's tree after the run with the admin client: what
+// the liveness check blames, and which lease nodes were still there.
+func (z *zkRun) probe() {
+	r := z.r
+	ctx, cancel := context.WithTimeout(context.Background(), zkTaskWait)
+	defer cancel()
+	var nodes []probeNode
+	found := map[string]int64{}
+	queue := []string{r.lockPath}
+	ok := true
+	for len(queue) > 0 && len(nodes) < probeLimit {
+		p := queue[0]
+		queue = queue[1:]
+		names, _, err := z.admin.Children(ctx, p)
+		if err != nil {
+			if err != zk.ErrNoNode {
+				ok = false
+			}
+			continue
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			child := p + "/" + n
+			exists, st, err := z.admin.Exists(ctx, child)
+			if err != nil {
+				ok = false
+				continue
+			}
+			if !exists {
+				continue
+			}
+			found[child] = st.Czxid
+			nodes = append(nodes, probeNode{path: child, owner: st.EphemeralOwner, czxid: st.Czxid, isQueue: sequentialName(n)})
+			if st.NumChildren > 0 {
+				queue = append(queue, child)
+			}
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.probe, r.probed = nodes, true
+	if ok && len(nodes) < probeLimit {
+		z.probeFound, z.probeStep = found, r.step()
+	}
+}
+
+// leaseEnd bounds where a lease ended in ZooKeeper's view (see the
+// comment at the top of this file). It is called after the run.
+func (z *zkRun) leaseEnd(l *lockRec) (from, to uint64, ok bool) {
+	for _, n := range l.nodes {
+		lo, hi, ended := z.nodeEnd(l, n)
+		if !ended {
+			continue
+		}
+		if !ok {
+			from, to, ok = lo, hi, true
+			continue
+		}
+		from, to = min(from, lo), min(to, hi)
+	}
+	return from, to, ok
+}
+
+func (z *zkRun) nodeEnd(l *lockRec, n string) (lo, hi uint64, ok bool) {
+	for _, d := range z.deletes[n] {
+		if d.applied && d.client == l.client && d.call >= l.acquireReturn {
+			return d.call, d.ret, true
+		}
+	}
+	goneBy := func(at uint64) {
+		if at < l.acquireCall {
+			return
+		}
+		if !ok || at < hi {
+			hi, ok = at, true
+		}
+	}
+	for _, d := range z.deletes[n] {
+		if !d.applied && d.call >= l.acquireCall {
+			goneBy(d.call)
+		}
+	}
+	if l.releaseReturned && l.releaseErr == nil {
+		goneBy(l.releaseReturn)
+	}
+	if !z.r.obs.persistentDirs[path.Dir(n)] {
+		if at, seen := z.gone[l.session]; seen {
+			goneBy(at)
+		}
+	}
+	if z.probeFound != nil {
+		if czxid, there := z.probeFound[n]; !there || (len(l.nodes) == 1 && czxid != l.token) {
+			goneBy(z.probeStep)
+		}
+	}
+	return l.acquireCall, hi, ok
+}
+
+// snapshot copies the history's records, so that the checks read them
+// while a task that outlived the run cannot write them.
+func (h *history) snapshot() *history {
+	out := &history{}
+	for _, l := range h.locks {
+		c := *l
+		c.nodes = slices.Clone(l.nodes)
+		out.locks = append(out.locks, &c)
+	}
+	for _, u := range h.updates {
+		c := *u
+		out.updates = append(out.updates, &c)
+	}
+	return out
+}
+
+var _ recipes.Conn = (*zkconn.Conn)(nil)
