@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -36,11 +38,9 @@ func newBackend(zkServers string, seed uint64) (backend, error) {
 	if zkServers == "" {
 		return &simBackend{w: sim.New(sim.Config{Seed: seed})}, nil
 	}
-	servers := splitList(zkServers)
-	for _, s := range servers {
-		if !strings.Contains(s, ":") {
-			return nil, usagef("--zk: %q is not HOST:PORT", s)
-		}
+	servers, err := zkList(zkServers)
+	if err != nil {
+		return nil, err
 	}
 	b := &zkBackend{servers: servers, root: fmt.Sprintf("/zklab-%d", time.Now().UnixNano())}
 	// Reach the server once before anything else, so that a wrong address
@@ -51,6 +51,27 @@ func newBackend(zkServers string, seed uint64) (backend, error) {
 	}
 	b.admin = c.(*zkconn.Conn)
 	return b, nil
+}
+
+// zkList parses --zk: HOST:PORT, comma-separated.
+func zkList(s string) ([]string, error) {
+	servers := splitList(s)
+	if len(servers) == 0 {
+		return nil, usagef("--zk: no HOST:PORT in %q", s)
+	}
+	for _, srv := range servers {
+		if _, _, err := net.SplitHostPort(srv); err != nil {
+			return nil, usagef("--zk: %q is not HOST:PORT", srv)
+		}
+	}
+	return servers, nil
+}
+
+// progressLine tells a person at a terminal what a long run is doing.
+func progressLine(w io.Writer, line string) {
+	if isTerminal(w) {
+		fmt.Fprintln(w, line)
+	}
 }
 
 type simBackend struct{ w *sim.World }

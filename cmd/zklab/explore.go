@@ -21,7 +21,7 @@ func init() {
 		usage: `Usage: zklab explore --recipe NAME [--clients N] [--cycles N] [--faults LIST]
                      [--runs N | --time D] [--seed S] [--strategy random|pct] [--depth D]
                      [--store fenced|unfenced] [--leases N] [--out DIR] [--shard K/N]
-                     [--json] [--shrink-time D]
+                     [--json] [--shrink-time D] [--zk HOST:PORT[,...]]
 
 Runs the recipe's workload (acquire, read and write a protected store,
 release) under drawn fault schedules and scheduling decisions, and checks
@@ -33,6 +33,13 @@ goes to stderr.
 
 Fault kinds: drop-request, drop-reply, disconnect, partition, pause,
 crash, expire, restart (default: all; "none" for none).
+
+With --zk the runs go to a real ZooKeeper, each client through a local
+fault proxy: faults strike at wall times, every kind but restart (zklab
+does not run the server); the server and the network decide the order,
+so --strategy and --depth do not apply and a run is not replayed byte for
+byte. A violation is shrunk by dropping faults and cycles while it still
+shows within 3 runs, and the file is run again with 'zklab run --zk'.
 
 `,
 		run: runExplore,
@@ -57,6 +64,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	shard := fs.String("shard", "1/1", "explore part K of N of the seed space")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout")
 	shrinkTime := fs.Duration("shrink-time", shrinkTimeDefault, "the most wall time shrinking a failure may take; a shrink cut short may differ between machines")
+	zkServers := fs.String("zk", "", "explore on a real ZooKeeper at HOST:PORT[,HOST:PORT...] instead of the simulator")
 	if err := parseFlags(fs, c, args, stdout); err != nil {
 		return err
 	}
@@ -89,7 +97,17 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var servers []string
+	if *zkServers != "" {
+		if servers, err = zkList(*zkServers); err != nil {
+			return err
+		}
+		if slices.Contains(kinds, sim.FaultRestart) {
+			return usagef("--faults: %s cannot be injected on a real server (zklab does not run it)", sim.FaultRestart)
+		}
+	}
 	o := scenarios.ExploreOptions{
+		ZK:     servers,
 		Recipe: *recipe, Clients: *clients, Cycles: *cycles, Faults: kinds,
 		Runs: *runs, Time: *budget, Strategy: *strategy, Depth: *depth,
 		Store: scenarios.StoreKind(*store), Dir: *out, ShrinkTime: *shrinkTime, Leases: *leases,
@@ -100,7 +118,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	if isTerminal(stderr) {
 		var last time.Duration
 		o.Progress = func(runs int, elapsed time.Duration) {
-			if elapsed-last < 200*time.Millisecond {
+			if elapsed-last < 200*time.Millisecond && servers == nil {
 				return
 			}
 			last = elapsed
@@ -118,6 +136,9 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		return printExploreJSON(stdout, o, res)
 	}
 	faults := "faults " + joinKinds(sim.FaultKinds)
+	if servers != nil {
+		return printExploreZK(stdout, o, *seed, k, n, kinds, res)
+	}
 	switch {
 	case kinds != nil && len(kinds) == 0:
 		faults = "no faults"
@@ -143,10 +164,16 @@ func printExploreJSON(w io.Writer, o scenarios.ExploreOptions, res *scenarios.Ex
 		"violations":           0,
 		"elapsed_wall_seconds": res.Elapsed.Seconds(),
 	}
+	if o.ZK != nil {
+		delete(obj, "strategy")
+		delete(obj, "steps")
+		obj["backend"] = "zookeeper"
+		obj["events"] = res.Steps
+	}
 	if res.Failure != nil {
 		obj["violations"] = 1
 		obj["file"] = res.File
-		obj["command"] = "zklab run " + res.File
+		obj["command"] = res.Command
 		obj["to_failure_wall_seconds"] = res.ToFailure.Seconds()
 		var failed []string
 		for _, c := range res.Failure.Verdict.Violations(nil) {
@@ -216,4 +243,25 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// printExploreZK prints an exploration on a real server.
+func printExploreZK(w io.Writer, o scenarios.ExploreOptions, seed uint64, k, n int, kinds []sim.FaultKind, res *scenarios.ExploreResult) error {
+	faults := "faults " + joinKinds(o.Faults)
+	if kinds != nil && len(kinds) == 0 {
+		faults = "no faults"
+	} else if kinds == nil {
+		faults = "every fault kind but restart"
+	}
+	fmt.Fprintf(w, "explored %d runs of %s on ZooKeeper at %s (%s, seed %d, shard %d/%d), %v\n",
+		res.Runs, o.Recipe, strings.Join(o.ZK, ","), faults, seed, k, n, res.Elapsed.Round(time.Second))
+	if res.Failure == nil {
+		fmt.Fprintln(w, "no violation")
+		return nil
+	}
+	fmt.Fprintf(w, "violation found at run %d, shrunk to %d faults:\n\n%s\n", res.Runs+1, len(res.Failure.Scenario.Faults), res.Failure.Verdict.String())
+	fmt.Fprintf(w, "timeline (event, client, what):\n%s\n", res.Failure.History())
+	fmt.Fprintf(w, "scenario file: %s\nrun it again on the server with:\n  %s\nor on the simulator with:\n  zklab run %s\n", res.File, res.Command, res.File)
+	v := res.Failure.Verdict.Violations(nil)
+	return violationError{fmt.Sprintf("%s: %s", v[0].Name, oneLineText(v[0].Detail))}
 }

@@ -209,6 +209,14 @@ func TestOnRealZooKeeper(t *testing.T) {
 	}{
 		{"splitbrain", []string{"splitbrain", "--zk", srv.Addr}, 1, "c2's update is lost"},
 		{"splitbrain-fencing", []string{"splitbrain", "--zk", srv.Addr, "--fencing"}, 0, "refused (stale token)"},
+		// A fault given by step strikes where it struck on the simulator:
+		// before c2's first call.
+		{"run-library", []string{"run", "lost-reply-fair", "--zk", srv.Addr}, 0, "fault step=1 drop-reply c2: injected at"},
+		{"run-json", []string{"run", "lost-reply-fair", "--zk", srv.Addr, "--json"}, 0, `"backend": "zookeeper"`},
+		{"run-violation", []string{"run", "testdata/zk-split-brain.scenario", "--zk", srv.Addr, "--trace"}, 1, "all 6 expectations of the file met"},
+		{"run-restart", []string{"run", "testdata/restart.scenario", "--zk", srv.Addr}, 2, ""},
+		{"explore", []string{"explore", "--zk", srv.Addr, "--recipe", "fair-lock", "--runs", "2", "--clients", "2", "--cycles", "1", "--faults", "drop-reply,expire", "--json"}, 0, `"backend": "zookeeper"`},
+		{"explore-restart", []string{"explore", "--zk", srv.Addr, "--recipe", "fair-lock", "--faults", "restart"}, 2, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -216,6 +224,16 @@ func TestOnRealZooKeeper(t *testing.T) {
 			if code != tc.code || !strings.Contains(out, tc.want) {
 				t.Errorf("zklab %s: exit %d, want %d and %q\n%s%s", strings.Join(tc.args, " "), code, tc.code, tc.want, out, errOut)
 			}
+			if code == 2 && strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+				t.Errorf("zklab %s: want one clear line on stderr, got:\n%s", strings.Join(tc.args, " "), errOut)
+			}
 		})
 	}
+	t.Run("run-unreachable", func(t *testing.T) {
+		t.Parallel()
+		code, _, errOut := zklab(t, "run", "lost-reply-fair", "--zk", "127.0.0.1:1")
+		if code != 2 || !strings.Contains(errOut, "127.0.0.1:1") {
+			t.Errorf("run --zk on a closed port: exit %d, want 2 and a line naming it; stderr:\n%s", code, errOut)
+		}
+	})
 }

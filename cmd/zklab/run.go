@@ -17,7 +17,7 @@ func init() {
 	register(command{
 		name:    "run",
 		summary: "replay a scenario file: its timeline and the verdict of every check",
-		usage: `Usage: zklab run FILE|NAME [--seed N] [--html OUT] [--json] [--trace]
+		usage: `Usage: zklab run FILE|NAME [--seed N] [--html OUT] [--json] [--trace] [--zk HOST:PORT[,...]]
 
 Replays a scenario (a file, or a scenario of the library by name: see
 'zklab scenarios') on the simulator, byte for byte as it was recorded, and
@@ -25,8 +25,17 @@ prints the workload's timeline and the verdict of every check. --html
 writes a self-contained report: a swimlane timeline beside porcupine's
 view of the histories. --trace prints the simulator's full trace.
 
+With --zk the same workload and faults run on a real ZooKeeper instead,
+each client through a local fault proxy. The server and the network
+decide the order, so the schedule is not replayed and two runs differ;
+a fault given at a step strikes where its client was when it struck on
+the simulator (after as many of its calls), a fault given at a time at
+that wall time. A server restart cannot be injected there. The trace is
+then what the clients sent, received and saw.
+
 Exit 0 when every check passed, 1 when a check found a violation, 2 when
-the file cannot be read or parsed (with FILE:LINE).
+the file cannot be read or parsed (with FILE:LINE), or the server named
+by --zk cannot be reached.
 
 `,
 		run: runRun,
@@ -66,6 +75,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	htmlOut := fs.String("html", "", "write a self-contained HTML report to this file")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout")
 	trace := fs.Bool("trace", false, "print the simulator's full trace")
+	zkServers := fs.String("zk", "", "run on a real ZooKeeper at HOST:PORT[,HOST:PORT...] instead of the simulator")
 	args, err := interleaved(fs, c, args, stdout)
 	if err != nil {
 		return err
@@ -80,9 +90,22 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if *seed != 0 {
 		sc.Seed = *seed
 	}
-	res, err := scenarios.Replay(sc, scenarios.RunOptions{Trace: *trace, Report: *htmlOut != ""})
-	if err != nil {
-		return usagef("%s: %v", file, err)
+	var res *scenarios.Result
+	if *zkServers != "" {
+		servers, err := zkList(*zkServers)
+		if err != nil {
+			return err
+		}
+		res, err = scenarios.Run(sc, scenarios.RunOptions{ZK: servers, Trace: *trace, Report: *htmlOut != "",
+			ZKLog: func(line string) { progressLine(stderr, line) }})
+		if err != nil {
+			return usagef("%s: %v", file, err)
+		}
+	} else {
+		res, err = scenarios.Replay(sc, scenarios.RunOptions{Trace: *trace, Report: *htmlOut != ""})
+		if err != nil {
+			return usagef("%s: %v", file, err)
+		}
 	}
 	unmet := res.Verdict.Expectations(sc.Expect)
 	if *htmlOut != "" {
@@ -95,17 +118,36 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	} else {
-		fmt.Fprintf(stdout, "scenario %s: %s, %d clients\n\n", file, sc.Recipe, sc.Clients)
+		if res.Verdict.Real {
+			fmt.Fprintf(stdout, "scenario %s: %s, %d clients, on ZooKeeper at %s (the server's schedule, not the file's)\n\n", file, sc.Recipe, sc.Clients, *zkServers)
+		} else {
+			fmt.Fprintf(stdout, "scenario %s: %s, %d clients\n\n", file, sc.Recipe, sc.Clients)
+		}
 		if *trace {
 			fmt.Fprintf(stdout, "trace:\n%s\n", res.Trace)
 		}
-		fmt.Fprintf(stdout, "timeline (step, client, event):\n%s\n", res.History())
+		if res.Verdict.Real {
+			fmt.Fprintf(stdout, "timeline (event, client, what):\n%s\n", res.History())
+			fmt.Fprintf(stdout, "on the server:\n  %s\n\n", strings.Join(res.Notes, "\n  "))
+		} else {
+			fmt.Fprintf(stdout, "timeline (step, client, event):\n%s\n", res.History())
+		}
 		fmt.Fprint(stdout, res.Verdict.String())
-		if len(sc.Expect) > 0 {
+		applicable := 0
+		for _, e := range sc.Expect {
+			if res.Verdict.Applies(e) {
+				applicable++
+			}
+		}
+		of := "of the file"
+		if applicable < len(sc.Expect) {
+			of = fmt.Sprintf("of the file that apply on a real server (%d do not)", len(sc.Expect)-applicable)
+		}
+		if applicable > 0 {
 			if len(unmet) == 0 {
-				fmt.Fprintf(stdout, "\nall %d expectations of the file met\n", len(sc.Expect))
+				fmt.Fprintf(stdout, "\nall %d expectations %s met\n", applicable, of)
 			} else {
-				fmt.Fprintf(stdout, "\n%d of %d expectations of the file not met:\n  %s\n", len(unmet), len(sc.Expect), strings.Join(unmet, "\n  "))
+				fmt.Fprintf(stdout, "\n%d of %d expectations %s not met:\n  %s\n", len(unmet), applicable, of, strings.Join(unmet, "\n  "))
 			}
 		}
 	}
@@ -144,7 +186,7 @@ func printRunJSON(w io.Writer, file string, res *scenarios.Result, unmet []strin
 	h := res.Verdict.Herd
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(map[string]any{
+	out := map[string]any{
 		"scenario":         file,
 		"recipe":           res.Scenario.Recipe,
 		"clients":          res.Scenario.Clients,
@@ -155,7 +197,17 @@ func printRunJSON(w io.Writer, file string, res *scenarios.Result, unmet []strin
 		"herd":             map[string]any{"notifications": h.Notifications, "releases": h.Releases, "children_calls": h.ChildrenCalls, "bytes_returned": h.BytesReturned},
 		"expectations_met": len(unmet) == 0,
 		"unmet":            unmet,
-	})
+	}
+	if res.Verdict.Real {
+		// A real server's run has events, not steps, and wall time.
+		delete(out, "steps")
+		delete(out, "virtual_ms")
+		out["backend"] = "zookeeper"
+		out["events"] = res.Steps
+		out["wall_ms"] = res.Time.Milliseconds()
+		out["notes"] = res.Notes
+	}
+	return enc.Encode(out)
 }
 
 func writeRunReport(path, file string, res *scenarios.Result) error {
