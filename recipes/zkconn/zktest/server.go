@@ -34,11 +34,16 @@ const (
 	// ZkServerScript is Debian's start script.
 	ZkServerScript = "/usr/share/zookeeper/bin/zkServer.sh"
 
-	startTimeoutMax   = 60 * time.Second // from exec to "imok"
+	startTimeoutMax   = 60 * time.Second // from exec to a granted session
 	startAttemptsMax  = 3                // a free port can be taken before the server binds it
 	ruokTimeout       = time.Second
-	ruokPollInterval  = 50 * time.Millisecond
+	readyPollInterval = 50 * time.Millisecond
+	readyProbeTimeout = time.Second      // one probe's dial, handshake and close
 	connectTimeoutMax = 30 * time.Second // Dial's wait for a session
+	// readyProbeTimeoutMs is the session timeout the readiness probe asks
+	// for (the server clamps it to at least two ticks), so that a probe
+	// session left open by a failed close goes soon.
+	readyProbeTimeoutMs = 4000
 )
 
 // HowToRun is the line a test skips with when there is no server.
@@ -138,7 +143,7 @@ func external(t testing.TB, addr string) *Server {
 }
 
 // start launches zkServer.sh start-foreground with a generated config in
-// dir and waits until it answers ruok.
+// dir and waits until it grants a session (waitReady).
 func start(dir string) (*Server, error) {
 	var errs []error
 	for attempt := range startAttemptsMax {
@@ -216,22 +221,65 @@ func (s *Server) runProcess(started chan<- error) {
 	runtime.UnlockOSThread()
 }
 
+// waitReady waits, at most startTimeoutMax, until the server grants a
+// session. Answering ruok is not enough: a fresh ZooKeeper answers imok
+// about 100 ms before it serves sessions, and closes the session
+// connections that come meanwhile, which cost the first client
+// go-zookeeper's one-second backoff. So it polls with probeSession, which
+// retries at once.
 func (s *Server) waitReady() error {
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeoutMax)
-	defer cancel()
+	deadline := time.Now().Add(startTimeoutMax)
 	var last error
 	for {
-		if last = Ruok(s.Addr); last == nil {
+		if last = probeSession(s.Addr, deadline); last == nil {
 			return nil
+		}
+		if time.Until(deadline) < readyPollInterval {
+			return fmt.Errorf("%s granted no session within %v: %v", s.Addr, startTimeoutMax, last)
 		}
 		select {
 		case <-s.exit:
-			return fmt.Errorf("zkServer.sh exited before answering ruok on %s", s.Addr)
-		case <-ctx.Done():
-			return fmt.Errorf("no imok from %s within %v: %v", s.Addr, startTimeoutMax, last)
-		case <-time.After(ruokPollInterval):
+			return fmt.Errorf("zkServer.sh exited before %s granted a session: %v", s.Addr, last)
+		case <-time.After(readyPollInterval):
 		}
 	}
+}
+
+// probeSession asks addr for a new session, once, and closes it; it
+// reports why no session was granted. It waits at most
+// readyProbeTimeout, and not past deadline. The close is best effort: the session is granted
+// already, and a probe session left open expires on its own.
+func probeSession(addr string, deadline time.Time) error {
+	if soon := time.Now().Add(readyProbeTimeout); soon.Before(deadline) {
+		deadline = soon
+	}
+	dialer := net.Dialer{Deadline: deadline}
+	conn, err := dialer.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(deadline); err != nil {
+		return err
+	}
+	if _, err := conn.Write(connectRequestFrame(readyProbeTimeoutMs, 0, nil)); err != nil {
+		return fmt.Errorf("send connect request: %w", err)
+	}
+	f, err := readFrameMax(conn, connectResponseBytesMax)
+	if err != nil {
+		return fmt.Errorf("read connect response: %w", err)
+	}
+	r, err := parseConnectResponse(f[4:])
+	if err != nil {
+		return err
+	}
+	if r.sessionID == 0 || r.timeoutMs <= 0 {
+		return fmt.Errorf("no session granted (session %#x, timeout %d ms)", r.sessionID, r.timeoutMs)
+	}
+	if _, err := conn.Write(requestHeaderFrame(xidCloseSession, opCloseSession)); err == nil {
+		_, _ = readFrameMax(conn, replyBytesMax)
+	}
+	return nil
 }
 
 // Stop kills a started server's process group and waits for it; for a
