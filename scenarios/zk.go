@@ -399,7 +399,10 @@ func deleteTree(c *zkconn.Conn, root string) {
 }
 
 // watchSession follows client i's session: which session is whose (for
-// the liveness check's blame), and when the client saw one expire.
+// the liveness check's blame), and when the client learned that one
+// expired. The session view coalesces changes, so an expiry shows as
+// StateExpired or as the session's id giving way (to none, or to a new
+// session: go-zookeeper asks for a new one only after an expiry).
 func (z *zkRun) watchSession(i int, c *zkconn.Conn) {
 	defer z.aux.Done()
 	r := z.r
@@ -411,17 +414,24 @@ func (z *zkRun) watchSession(i int, c *zkconn.Conn) {
 			return
 		}
 		s = next
+		expired := last != 0 && (s.State == zk.StateExpired || s.ID != last)
 		r.mu.Lock()
-		if s.ID != 0 && s.ID != last {
+		if s.ID != 0 {
 			r.obs.sessionClient[s.ID] = i
 		}
-		if s.State == zk.StateExpired && last != 0 {
+		if expired {
 			if _, ok := z.gone[last]; !ok {
 				z.gone[last] = r.step()
 			}
 		}
 		r.mu.Unlock()
-		z.event(sim.Event{Kind: "session", Client: i, Session: s.ID, State: s.State.String()})
+		if expired {
+			z.event(sim.Event{Kind: "session", Client: i, Session: last, State: zk.StateExpired.String()})
+			last = 0
+		}
+		if s.State != zk.StateExpired {
+			z.event(sim.Event{Kind: "session", Client: i, Session: s.ID, State: s.State.String()})
+		}
 		if s.ID != 0 {
 			last = s.ID
 		}

@@ -21,7 +21,7 @@ func init() {
 		usage: `Usage: zklab explore --recipe NAME [--clients N] [--cycles N] [--faults LIST]
                      [--runs N | --time D] [--seed S] [--strategy random|pct] [--depth D]
                      [--store fenced|unfenced] [--leases N] [--out DIR] [--shard K/N]
-                     [--json] [--shrink-time D] [--zk HOST:PORT[,...]]
+                     [--json] [--shrink-time D] [--session-timeout D] [--zk HOST:PORT[,...]]
 
 Runs the recipe's workload (acquire, read and write a protected store,
 release) under drawn fault schedules and scheduling decisions, and checks
@@ -64,6 +64,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	shard := fs.String("shard", "1/1", "explore part K of N of the seed space")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout")
 	shrinkTime := fs.Duration("shrink-time", shrinkTimeDefault, "the most wall time shrinking a failure may take; a shrink cut short may differ between machines")
+	sessionTimeout := fs.Duration("session-timeout", 10*time.Second, "the session timeout every client asks for (a real server grants 4s to 40s by default)")
 	zkServers := fs.String("zk", "", "explore on a real ZooKeeper at HOST:PORT[,HOST:PORT...] instead of the simulator")
 	if err := parseFlags(fs, c, args, stdout); err != nil {
 		return err
@@ -83,8 +84,8 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	if *store != "fenced" && *store != "unfenced" {
 		return usagef("--store: %q is neither fenced nor unfenced", *store)
 	}
-	if *runs < 0 || *budget < 0 || *clients < 1 || *cycles < 1 || *depth < 1 || *leases < 0 {
-		return usagef("--runs, --time, --clients, --cycles, --depth and --leases must be positive")
+	if *runs < 0 || *budget < 0 || *clients < 1 || *cycles < 1 || *depth < 1 || *leases < 0 || *sessionTimeout <= 0 {
+		return usagef("--runs, --time, --clients, --cycles, --depth, --leases and --session-timeout must be positive")
 	}
 	if *leases > 0 && *recipe != "semaphore" {
 		return usagef("--leases is for the semaphore recipe, not %s", *recipe)
@@ -111,6 +112,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		Recipe: *recipe, Clients: *clients, Cycles: *cycles, Faults: kinds,
 		Runs: *runs, Time: *budget, Strategy: *strategy, Depth: *depth,
 		Store: scenarios.StoreKind(*store), Dir: *out, ShrinkTime: *shrinkTime, Leases: *leases,
+		SessionTimeout: *sessionTimeout,
 		// Shard k of n explores seeds n*seed+k-1: the shards of one seed
 		// never repeat each other's schedules.
 		Seed: *seed*uint64(n) + uint64(k-1),

@@ -34,7 +34,7 @@ func runSplitBrain(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags(c)
 	fencing := fs.Bool("fencing", false, "the store checks fencing tokens")
 	htmlOut := fs.String("html", "", "write a self-contained HTML report to this file")
-	zkServers := fs.String("zk", "", "run on a real ZooKeeper at HOST:PORT (loopback) instead of the simulator")
+	zkServers := fs.String("zk", "", "run on a real ZooKeeper at HOST:PORT instead of the simulator")
 	if err := parseFlags(fs, c, args, stdout); err != nil {
 		return err
 	}

@@ -63,7 +63,7 @@ func splitBrainOnZK(out io.Writer, servers string, fencing bool) (corrupted bool
 	defer zb.Close()
 	proxy, err := zktest.StartProxy(zb.servers[0])
 	if err != nil {
-		return false, usagef("--zk %s: splitbrain pauses c1 through a local proxy, which needs a loopback address: %v", servers, err)
+		return false, usagef("--zk %s: splitbrain pauses c1 through a local proxy: %v", servers, err)
 	}
 	defer proxy.Close()
 	c1, err := zkconn.Dial([]string{proxy.Addr()}, zkSplitSessionTimeout, zkconn.WithDialer(proxy.Dialer()))
