@@ -19,7 +19,7 @@ pauses for longer than its session timeout comes back still believing it
 holds the lock while another client holds it too, and writes over the
 other's update. With --fencing the store checks the lease's fencing token
 (the lock node's czxid) and refuses the stale write. With --zk the same
-story runs on a real ZooKeeper (on loopback: c1's pause is a local proxy
+story runs on a real ZooKeeper (c1's pause is a local proxy
 blackholing its connection); it takes about 15 seconds.
 
 Exit 1 without --fencing (the store was corrupted: a violation), 0 with it.
