@@ -229,6 +229,25 @@ func TestOnRealZooKeeper(t *testing.T) {
 			}
 		})
 	}
+	// The report of a run on a real server draws what the clients sent,
+	// received and saw: two lanes, holds, the pause and c1's expiry.
+	t.Run("run-html", func(t *testing.T) {
+		t.Parallel()
+		out := filepath.Join(t.TempDir(), "report.html")
+		code, _, errOut := zklab(t, "run", "testdata/zk-split-brain.scenario", "--zk", srv.Addr, "--html", out)
+		if code != 1 {
+			t.Fatalf("exit %d, want 1\n%s", code, errOut)
+		}
+		page, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{`data-client="c1"`, `data-client="c2"`, `class="hold"`, `class="request"`, `class="fault"`, `class="expired"`, "porcupine: the lock&#39;s history"} {
+			if !strings.Contains(string(page), want) {
+				t.Errorf("the report has no %s", want)
+			}
+		}
+	})
 	t.Run("run-unreachable", func(t *testing.T) {
 		t.Parallel()
 		code, _, errOut := zklab(t, "run", "lost-reply-fair", "--zk", "127.0.0.1:1")
