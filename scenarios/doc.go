@@ -8,6 +8,10 @@
 // or PCT), and writes every failure, shrunk, as a scenario file that
 // replays byte for byte.
 //
+// The same workloads, faults and checks run on a real ZooKeeper with
+// RunOptions.ZK and ExploreOptions.ZK (zk.go says what carries over: not
+// the schedule, and not a server restart).
+//
 // The CLI calls Parse, Format, Run, Replay and Explore, and prints a
 // Verdict. Users test their own lock recipes with Test inside go test.
 // README.md describes the file format, the checks and the API.

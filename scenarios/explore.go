@@ -289,7 +289,8 @@ func setRapidFlags(values map[string]string) (restore func(), err error) {
 // scheduling decisions, all drawn through rapid, until a run fails a
 // check or the budget is spent. A failure is shrunk by rapid, written as
 // a scenario file in o.Dir, and replayed from that file to make sure it
-// fails the same way.
+// fails the same way. With o.ZK it explores on a real server instead
+// (exploreOnZK).
 func Explore(o ExploreOptions) (*ExploreResult, error) {
 	if len(o.ZK) > 0 {
 		kinds, err := zkFaultKinds(o.Faults)

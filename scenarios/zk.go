@@ -328,6 +328,12 @@ func (z *zkRun) run() {
 	}
 	r.mu.Lock()
 	r.endTime = r.now()
+	for _, a := range z.anchored {
+		if !a.done {
+			z.notes = append(z.notes, fmt.Sprintf("fault %s: c%d had %d calls answered here, fewer than the %d after which it struck on the simulator; not injected",
+				formatFault(a.f), a.f.Client, r.obs.calls[a.f.Client], a.calls))
+		}
+	}
 	r.mu.Unlock()
 	z.probe()
 }
