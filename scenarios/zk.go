@@ -362,7 +362,9 @@ func (z *zkRun) teardown() {
 	}
 	if z.admin != nil {
 		if z.root != "" {
-			deleteTree(z.admin, z.root)
+			ctx, cancel := context.WithTimeout(context.Background(), zkTaskWait)
+			zkconn.DeleteTree(ctx, z.admin, z.root)
+			cancel()
 		}
 		z.admin.Close()
 	}
@@ -382,26 +384,6 @@ func waitGroup(wg *sync.WaitGroup, limit time.Duration) bool {
 	case <-t.C:
 		return false
 	}
-}
-
-// deleteTree removes what the run left under root, depth first. It is
-// tidying: an error leaves the rest (a crashed client's ephemeral nodes
-// stay until its session expires).
-func deleteTree(c *zkconn.Conn, root string) {
-	ctx, cancel := context.WithTimeout(context.Background(), zkTaskWait)
-	defer cancel()
-	var walk func(p string)
-	walk = func(p string) {
-		kids, _, err := c.Children(ctx, p)
-		if err != nil {
-			return
-		}
-		for _, k := range kids {
-			walk(p + "/" + k)
-		}
-		_ = c.Delete(ctx, p, -1)
-	}
-	walk(root)
 }
 
 // watchSession follows client i's session: which session is whose (for

@@ -148,7 +148,9 @@ func (b *zkBackend) Close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.admin != nil {
-		deleteTree(b.admin, b.root)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		zkconn.DeleteTree(ctx, b.admin, b.root)
+		cancel()
 	}
 	for _, c := range b.conns {
 		c.Close()
@@ -158,22 +160,3 @@ func (b *zkBackend) Close() {
 
 func (b *zkBackend) Name() string { return "ZooKeeper at " + strings.Join(b.servers, ",") }
 func (b *zkBackend) Root() string { return b.root }
-
-// deleteTree removes what a run left under root, depth first; it gives up
-// quietly on errors: it is tidying, not part of any check.
-func deleteTree(c *zkconn.Conn, root string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var walk func(p string)
-	walk = func(p string) {
-		kids, _, err := c.Children(ctx, p)
-		if err != nil {
-			return
-		}
-		for _, k := range kids {
-			walk(p + "/" + k)
-		}
-		c.Delete(ctx, p, -1)
-	}
-	walk(root)
-}
