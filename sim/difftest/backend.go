@@ -83,13 +83,18 @@ type RealBackend struct {
 
 // Bounds of an expiry on a real server.
 const (
+	// expireTimeout bounds Proxy.Expire (FaultExpire).
+	expireTimeout = 10 * time.Second
+	// expireBlackholeMax bounds the blackhole of FaultPartitionExpire.
 	expireBlackholeMax = time.Minute
 	expirePollInterval = 50 * time.Millisecond
 )
 
-// Inject injects a fault on client i through its proxy. An expiry
-// blackholes the client until the server has no trace of its session
-// (the four-letter word dump), then heals.
+// Inject injects a fault on client i through its proxy. FaultExpire is
+// Proxy.Expire: the server expires the session now, as sim.FaultExpire
+// does. FaultPartitionExpire blackholes the client until the server has
+// timed the session out (it has no trace of it in the four-letter word
+// dump), then heals.
 func (b *RealBackend) Inject(i int, fault string) error {
 	if i >= len(b.Proxies) {
 		return fmt.Errorf("difftest: client %d has no proxy", i+1)
@@ -100,7 +105,9 @@ func (b *RealBackend) Inject(i int, fault string) error {
 		p.CloseConns()
 	case FaultDropReply:
 		p.DropNextReply()
-	case FaultExpire, FaultPartitionExpire:
+	case FaultExpire:
+		return p.Expire(expireTimeout)
+	case FaultPartitionExpire:
 		sid := fmt.Sprintf("0x%x", b.Conns[i].Session().ID)
 		p.Blackhole(expireBlackholeMax)
 		defer p.Heal()

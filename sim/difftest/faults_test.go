@@ -12,8 +12,9 @@ func rel(p string) Path { return Path{Rel: p} }
 
 // TestFaults compares what clients see after a fault: a dropped
 // connection (sim.FaultDisconnect, a proxy's CloseConns), a dropped reply
-// (sim.FaultDropReply, DropNextReply) and an expiry (sim.FaultExpire, a
-// blackhole until the server expires the session).
+// (sim.FaultDropReply, DropNextReply), an expiry (sim.FaultExpire,
+// Proxy.Expire) and a partition the session times out in
+// (sim.FaultPartition, a blackhole until the server expires the session).
 func TestFaults(t *testing.T) {
 	srv := zktest.Shared(t)
 	watches := []Op{ // c1's watches, and c2's on c1's ephemeral

@@ -49,12 +49,12 @@ const (
 	// request, which closes its connection: sim.FaultDropReply, or
 	// zktest.Proxy.DropNextReply. It does not wait: the next op is the one.
 	FaultDropReply = "dropReply"
-	// FaultExpire expires the client's session: sim.FaultExpire, or on a
-	// real server a blackhole until the server has expired it.
+	// FaultExpire expires the client's session on the server now:
+	// sim.FaultExpire, or zktest.Proxy.Expire.
 	FaultExpire = "expire"
 	// FaultPartitionExpire cuts the client off until its session has
-	// expired: sim.FaultPartition for three session timeouts, or on a real
-	// server the same blackhole as FaultExpire.
+	// timed out: sim.FaultPartition for three session timeouts, or on a
+	// real server a blackhole until the server has expired the session.
 	FaultPartitionExpire = "partitionExpire"
 )
 
