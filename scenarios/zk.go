@@ -119,10 +119,7 @@ func runOnZK(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) (*Re
 			return nil, fmt.Errorf("scenario: fault %s: a real server's restart is not in zklab's hands; run it on the simulator", formatFault(f))
 		}
 	}
-	anchors, notes, err := anchorFaults(sc, o, ctor, lockKind)
-	if err != nil {
-		return nil, err
-	}
+	anchors, notes := anchorFaults(sc, o, ctor, lockKind)
 	r := &runner{sc: sc, opts: o, ctor: ctor, lockKind: lockKind}
 	r.obs = newObserver(false, sc.Clients)
 	r.store = &store{fenced: sc.Store == StoreFenced}
@@ -164,6 +161,8 @@ func runOnZK(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) (*Re
 	out.Schedule = nil
 	res := &Result{Scenario: out, Steps: steps, Time: r.endTime, Notes: notes, hist: &r.hist}
 	res.Verdict = r.check(nil, steps)
+	// A task that outlived zkTaskWait may still note events: the trace and
+	// the report take a copy.
 	r.mu.Lock()
 	if o.Trace {
 		res.Trace = r.obs.text.String()
@@ -181,10 +180,10 @@ func runOnZK(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) (*Re
 // anchorFaults runs the scenario on the simulator and finds, for each
 // fault given by step, how many of its client's calls had returned when
 // it struck there.
-func anchorFaults(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) ([]anchoredFault, []string, error) {
+func anchorFaults(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) ([]anchoredFault, []string) {
 	byStep := slices.ContainsFunc(sc.Faults, func(f sim.ScheduledFault) bool { return f.AtStep != 0 })
 	if !byStep {
-		return nil, nil, nil
+		return nil, nil
 	}
 	simOpts := o
 	simOpts.ZK, simOpts.ZKLog, simOpts.Trace, simOpts.Report, simOpts.Znodes = nil, nil, false, false, false
@@ -216,7 +215,7 @@ func anchorFaults(sc *Scenario, o RunOptions, ctor Constructor, lockKind string)
 		}
 		anchors = append(anchors, anchoredFault{f: f, calls: found[i].calls, onSim: *found[i]})
 	}
-	return anchors, notes, nil
+	return anchors, notes
 }
 
 // setup reaches the server, makes the run's tree and connects every
@@ -233,8 +232,11 @@ func (z *zkRun) setup() error {
 	if err := admin.WaitConnected(ctx); err != nil {
 		return fmt.Errorf("zk %s: cannot reach ZooKeeper: no session after %v", strings.Join(z.servers, ","), zkConnectWait)
 	}
+	// A container: what teardown cannot delete (a crashed client's
+	// ephemeral nodes, until its session expires) the server removes
+	// later with its parents.
 	z.root = "/zklab-run-" + admin.GUID()[:16]
-	if _, err := admin.Create(ctx, z.root, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := admin.CreateContainer(ctx, z.root, nil, zk.FlagContainer, zk.WorldACL(zk.PermAll)); err != nil {
 		return fmt.Errorf("zk %s: create %s: %w", strings.Join(z.servers, ","), z.root, err)
 	}
 	r.lockPath = z.root + "/lock"
