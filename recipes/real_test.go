@@ -40,10 +40,10 @@ func TestMain(m *testing.M) { os.Exit(zktest.Main(m)) }
 //   - crash: the client's tasks cancelled, its connection blackholed and
 //     closed, the client closed without closing its session (which
 //     lives until it expires);
-//   - expire: a blackhole until the server has no trace of the session
-//     (the four-letter word dump), then healed: the client hears of the
-//     expiry when it reconnects. Inject returns once the session is gone
-//     (4–6 s with a 4 s session timeout and 2 s ticks).
+//   - expire: Proxy.Expire: the server expires the session now (the
+//     proxy attaches to it and sends closeSession) and the client hears
+//     of the expiry when it reconnects. Inject returns once the session
+//     is gone.
 //
 // drop-request has no faithful counterpart: go-zookeeper queues a request
 // made while disconnected and sends it after the reconnect, so the proxy
@@ -65,10 +65,8 @@ const (
 	// realCancelWaitMax bounds the wait for tasks once Run or Close has
 	// cancelled them.
 	realCancelWaitMax = 30 * time.Second
-	// realExpireMax bounds an injected expiry.
-	realExpireMax = time.Minute
-	// realExpirePoll is how often an expiry looks at the server's dump.
-	realExpirePoll = 200 * time.Millisecond
+	// realExpireMax bounds an injected expiry (Proxy.Expire).
+	realExpireMax = 10 * time.Second
 	// realCleanupMax bounds the deletion of an env's namespace.
 	realCleanupMax = 30 * time.Second
 	// realDeleteRoundsMax bounds the rounds of that deletion.
@@ -220,30 +218,11 @@ func (e *realEnv) Inject(c recipes.Conn, kind sim.FaultKind, d time.Duration) er
 			rc.conn.Close() // its close request dies in the blackhole
 		}()
 	case sim.FaultExpire:
-		return e.expire(rc)
+		return p.Expire(realExpireMax)
 	default:
 		return fmt.Errorf("%s: not injected on a real server", kind)
 	}
 	return nil
-}
-
-// expire blackholes the client until the server has expired its session,
-// then heals.
-func (e *realEnv) expire(rc *realClient) error {
-	sid := fmt.Sprintf("0x%x", rc.conn.Session().ID)
-	rc.proxy.Blackhole(realExpireMax)
-	defer rc.proxy.Heal()
-	deadline := time.Now().Add(realExpireMax)
-	for {
-		dump, err := zktest.FourLetterWord(e.srv.Addr, "dump")
-		if err == nil && !strings.Contains(dump, sid) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("session %s not expired after %v", sid, realExpireMax)
-		}
-		time.Sleep(realExpirePoll)
-	}
 }
 
 func (e *realEnv) Watches() int { return int(e.watches.Load()) }
