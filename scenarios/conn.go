@@ -23,36 +23,58 @@ type observedConn struct {
 
 var _ recipes.Conn = (*observedConn)(nil)
 
-// enter runs before a call: on a real server it holds a paused client,
-// ends a crashed one's task, and notes the request for the trace.
-func (c *observedConn) enter(op, p string) {
+// begin counts an operation of the client's (a data call, a sleep, a
+// wait on watches)
+// and returns its number. On a real server it first holds a paused
+// client and ends a crashed one's task. The count is where a fault found
+// on the simulator is anchored on a real server, which has no steps.
+func (c *observedConn) begin() int64 {
 	if c.r.real != nil {
 		c.r.real.gate(c.client)
-		c.r.real.event(sim.Event{Kind: "send", Client: c.client, Op: op, Path: p})
 	}
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
+	c.r.obs.ops[c.client]++
+	return c.r.obs.ops[c.client]
 }
 
-// leave runs after a data call returns: it counts the call and, on a
-// real server, notes the reply and injects the faults anchored at that
-// count.
-func (c *observedConn) leave(op, p string, err error) {
-	c.r.mu.Lock()
-	c.r.obs.calls[c.client]++
-	n := c.r.obs.calls[c.client]
-	c.r.mu.Unlock()
+// enter begins a data call, noting its request for a real server's
+// trace.
+func (c *observedConn) enter(op, p string) int64 {
+	n := c.begin()
+	if c.r.real != nil {
+		c.r.real.event(sim.Event{Kind: "send", Client: c.client, Op: op, Path: p})
+	}
+	return n
+}
+
+// leave ends data call n. On a real server it notes the reply, and the
+// faults that struck during the call on the simulator strike now, before
+// the task sees the result: a fault that strikes while a request is in
+// flight acts on the next one.
+func (c *observedConn) leave(op, p string, err error, n int64) {
 	if c.r.real != nil {
 		e := sim.Event{Kind: "recv", Client: c.client, Op: op, Path: p}
 		if err != nil {
 			e.Err = err.Error()
 		}
 		c.r.real.event(e)
-		c.r.real.afterCall(c.client, n)
+		c.r.real.strike(c.client, n)
 		c.r.real.gate(c.client)
 	}
 }
 
-// settle runs before and after a sleep or a wait: on a real server a
-// pause holds the task until it ends, and a crash ends it.
+// beginWait begins a sleep or a wait. On a real server the faults that
+// struck during it on the simulator strike as it begins.
+func (c *observedConn) beginWait() {
+	n := c.begin()
+	if c.r.real != nil {
+		c.r.real.strike(c.client, n)
+	}
+}
+
+// settle runs after a sleep or a wait: on a real server a pause holds the
+// task until it ends, and a crash ends it.
 func (c *observedConn) settle() {
 	if c.r.real != nil {
 		c.r.real.gate(c.client)
@@ -72,35 +94,35 @@ func (c *observedConn) Close() {
 
 // Create notes the directories where the recipe makes persistent nodes.
 func (c *observedConn) Create(ctx context.Context, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
-	c.enter("create", p)
+	n := c.enter("create", p)
 	if flags&zk.FlagEphemeral == 0 {
 		c.r.mu.Lock()
 		c.r.obs.persistentDirs[path.Dir(p)] = true
 		c.r.mu.Unlock()
 	}
 	name, err := c.Conn.Create(ctx, p, data, flags, acl)
-	c.leave("create", p, err)
+	c.leave("create", p, err, n)
 	return name, err
 }
 
 func (c *observedConn) CreateContainer(ctx context.Context, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
-	c.enter("createContainer", p)
+	n := c.enter("createContainer", p)
 	c.r.mu.Lock()
 	c.r.obs.persistentDirs[path.Dir(p)] = true
 	c.r.mu.Unlock()
 	name, err := c.Conn.CreateContainer(ctx, p, data, flags, acl)
-	c.leave("createContainer", p, err)
+	c.leave("createContainer", p, err, n)
 	return name, err
 }
 
 // Delete notes, on a real server, when a delete took effect: the
 // server's own record of it is out of reach there.
 func (c *observedConn) Delete(ctx context.Context, p string, version int32) error {
-	c.enter("delete", p)
+	n := c.enter("delete", p)
 	call := c.r.step()
 	err := c.Conn.Delete(ctx, p, version)
 	c.noteDelete(p, call, err)
-	c.leave("delete", p, err)
+	c.leave("delete", p, err, n)
 	return err
 }
 
@@ -112,9 +134,9 @@ func (c *observedConn) noteDelete(p string, call uint64, err error) {
 }
 
 func (c *observedConn) Exists(ctx context.Context, p string) (bool, *zk.Stat, error) {
-	c.enter("exists", p)
+	n := c.enter("exists", p)
 	ok, st, err := c.Conn.Exists(ctx, p)
-	c.leave("exists", p, err)
+	c.leave("exists", p, err, n)
 	return ok, st, err
 }
 
@@ -122,14 +144,14 @@ func (c *observedConn) Exists(ctx context.Context, p string) (bool, *zk.Stat, er
 // sequential node that is gone. ZooKeeper never hands out a sequence
 // number twice, so nothing will create that node again.
 func (c *observedConn) ExistsW(ctx context.Context, p string) (bool, *zk.Stat, <-chan zk.Event, error) {
-	c.enter("exists", p)
+	n := c.enter("exists", p)
 	ok, st, ch, err := c.Conn.ExistsW(ctx, p)
 	if err == nil && !ok && sequentialName(path.Base(p)) {
 		c.r.mu.Lock()
 		c.r.obs.deadWatches = append(c.r.obs.deadWatches, deadWatch{client: c.client, path: p, step: c.r.step(), time: c.r.now()})
 		c.r.mu.Unlock()
 	}
-	c.leave("exists", p, err)
+	c.leave("exists", p, err, n)
 	return ok, st, ch, err
 }
 
@@ -149,47 +171,47 @@ func (c *observedConn) countBytes(data []byte) {
 }
 
 func (c *observedConn) Children(ctx context.Context, p string) ([]string, *zk.Stat, error) {
-	c.enter("getChildren", p)
+	n := c.enter("getChildren", p)
 	names, st, err := c.Conn.Children(ctx, p)
 	c.count(names)
-	c.leave("getChildren", p, err)
+	c.leave("getChildren", p, err, n)
 	return names, st, err
 }
 
 func (c *observedConn) ChildrenW(ctx context.Context, p string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	c.enter("getChildren", p)
+	n := c.enter("getChildren", p)
 	names, st, ch, err := c.Conn.ChildrenW(ctx, p)
 	c.count(names)
-	c.leave("getChildren", p, err)
+	c.leave("getChildren", p, err, n)
 	return names, st, ch, err
 }
 
 func (c *observedConn) Get(ctx context.Context, p string) ([]byte, *zk.Stat, error) {
-	c.enter("getData", p)
+	n := c.enter("getData", p)
 	data, st, err := c.Conn.Get(ctx, p)
 	c.countBytes(data)
-	c.leave("getData", p, err)
+	c.leave("getData", p, err, n)
 	return data, st, err
 }
 
 func (c *observedConn) GetW(ctx context.Context, p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	c.enter("getData", p)
+	n := c.enter("getData", p)
 	data, st, ch, err := c.Conn.GetW(ctx, p)
 	c.countBytes(data)
-	c.leave("getData", p, err)
+	c.leave("getData", p, err, n)
 	return data, st, ch, err
 }
 
 func (c *observedConn) Set(ctx context.Context, p string, data []byte, version int32) (*zk.Stat, error) {
-	c.enter("setData", p)
+	n := c.enter("setData", p)
 	st, err := c.Conn.Set(ctx, p, data, version)
-	c.leave("setData", p, err)
+	c.leave("setData", p, err, n)
 	return st, err
 }
 
 // Multi notes the deletes of a multi that took effect, as Delete does.
 func (c *observedConn) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
-	c.enter("multi", "")
+	n := c.enter("multi", "")
 	call := c.r.step()
 	res, err := c.Conn.Multi(ctx, ops...)
 	if err == nil {
@@ -199,17 +221,21 @@ func (c *observedConn) Multi(ctx context.Context, ops ...any) ([]zk.MultiRespons
 			}
 		}
 	}
-	c.leave("multi", "", err)
+	c.leave("multi", "", err, n)
 	return res, err
 }
 
 func (c *observedConn) Sync(ctx context.Context, p string) (string, error) {
-	c.enter("sync", p)
+	n := c.enter("sync", p)
 	s, err := c.Conn.Sync(ctx, p)
-	c.leave("sync", p, err)
+	c.leave("sync", p, err, n)
 	return s, err
 }
 
+// WaitSession is not counted among the client's operations: how often a
+// recipe waits for its session hangs on timing (a real server's clients
+// are connected before their tasks start; the simulator's connect as they
+// go).
 func (c *observedConn) WaitSession(ctx context.Context, seen recipes.Session) (recipes.Session, error) {
 	c.settle()
 	s, err := c.Conn.WaitSession(ctx, seen)
@@ -220,7 +246,7 @@ func (c *observedConn) WaitSession(ctx context.Context, seen recipes.Session) (r
 // Wait counts, on a real server, the watch notifications the recipe
 // received; the simulator counts them as its trace delivers them.
 func (c *observedConn) Wait(ctx context.Context, watches ...<-chan zk.Event) (zk.Event, error) {
-	c.settle()
+	c.beginWait()
 	if c.r.real != nil {
 		c.r.real.settled(c.client)
 	}
@@ -236,7 +262,7 @@ func (c *observedConn) Wait(ctx context.Context, watches ...<-chan zk.Event) (zk
 }
 
 func (c *observedConn) Sleep(ctx context.Context, d time.Duration) error {
-	c.settle()
+	c.beginWait()
 	err := c.Conn.Sleep(ctx, d)
 	c.settle()
 	return err

@@ -14,10 +14,10 @@ import (
 
 // Exploring on a real ZooKeeper (ExploreOptions.ZK): each run draws a
 // workload and faults from the seed, as on the simulator, and runs them on
-// the server (see runOnZK). The server and the network make the
-// scheduling decisions, so none are drawn and a run is not replayed byte
-// for byte; the faults are given at wall times, and a server restart is
-// not among them. A failing run is shrunk by dropping faults and cycles
+// the server (see runOnZK: each fault strikes during the operation of its
+// client's where it strikes on the simulator). The server and the network
+// make the scheduling decisions, so none are drawn and a run is not
+// replayed byte for byte; a server restart is not among the faults. A failing run is shrunk by dropping faults and cycles
 // while the failure still shows within zkShrinkAttempts runs, and written
 // as a scenario file that `zklab run --zk` runs again.
 
@@ -38,7 +38,7 @@ func zkFaultKinds(kinds []sim.FaultKind) ([]sim.FaultKind, error) {
 	return kinds, nil
 }
 
-// drawZKScenario draws a workload and faults at wall times.
+// drawZKScenario draws a workload and faults, at virtual times.
 func drawZKScenario(rng *rand.Rand, o *ExploreOptions, kinds []sim.FaultKind) *Scenario {
 	between := func(lo, hi int) int { return lo + rng.IntN(hi-lo+1) }
 	minClients := min(2, o.Clients)

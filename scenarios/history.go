@@ -163,11 +163,11 @@ type observer struct {
 	bytesReturned int64
 	deadWatches   []deadWatch
 
-	// calls counts each client's data calls that returned (index: the
-	// client's number); injected keeps, for each fault the simulator
-	// injected, the count of its client then: where a run on a real
-	// server, which has no steps, injects a fault given by step.
-	calls    []int64
+	// ops counts each client's operations begun: calls, sleeps, waits
+	// (index: the client's number); injected keeps, for each fault the
+	// simulator injected, the count of its client then: where a run on a
+	// real server, which has no steps, injects a fault given by step.
+	ops      []int64
 	injected []injectedFault
 }
 
@@ -175,7 +175,7 @@ type observer struct {
 type injectedFault struct {
 	detail string // sim.Fault.String()
 	client int
-	calls  int64 // the client's data calls that had returned
+	ops    int64 // the client's operations begun: the fault struck during the last
 	time   time.Duration
 	step   uint64
 }
@@ -183,7 +183,7 @@ type injectedFault struct {
 func newObserver(keep bool, clients int) *observer {
 	return &observer{
 		keep:           keep,
-		calls:          make([]int64, clients+1),
+		ops:            make([]int64, clients+1),
 		sessionClient:  map[int64]int{},
 		deletes:        map[string][]uint64{},
 		closes:         map[int64]uint64{},
@@ -243,8 +243,8 @@ func (o *observer) Event(e sim.Event) {
 		if !strings.Contains(e.Detail, "dropped") { // a dropped request or reply is the same fault taking effect
 			o.lastFaultStep = e.Step
 			in := injectedFault{detail: e.Detail, client: e.Client, time: e.Time, step: e.Step}
-			if e.Client > 0 && e.Client < len(o.calls) {
-				in.calls = o.calls[e.Client]
+			if e.Client > 0 && e.Client < len(o.ops) {
+				in.ops = o.ops[e.Client]
 			}
 			o.injected = append(o.injected, in)
 		}

@@ -25,10 +25,15 @@ import (
 //
 //   - The schedule: the server and the network decide the order; two runs
 //     differ. The verdict is of this run.
-//   - Steps: a fault given at a step is injected where its client was on
-//     the simulator when it struck there (after the same number of its
-//     calls had returned), found by running the scenario on the simulator
-//     first. A fault given at a time is injected at that wall time.
+//   - Steps and virtual time: a fault strikes where its client was when
+//     it struck on the simulator, found by running the scenario there
+//     first: during the same operation of the client's (its n-th call,
+//     sleep or wait), as a sleep or a wait begins, or as a call returns,
+//     before the task sees the result (a fault that strikes while a
+//     request is in flight acts on the next one). So a story such as
+//     "c1 pauses while it holds the lock" is the same story on the server,
+//     however long its calls take there. A fault that never struck on the
+//     simulator is not injected.
 //   - A server restart: zklab does not run the server. A scenario with
 //     one is refused.
 //
@@ -102,11 +107,11 @@ type zkDelete struct {
 	applied   bool
 }
 
-// anchoredFault is a fault given by step, to be injected once its client
-// has had calls data calls return.
+// anchoredFault is a fault given by step, to strike during its client's
+// operation number ops (none begun: before the workload starts).
 type anchoredFault struct {
 	f     sim.ScheduledFault
-	calls int64
+	ops   int64
 	onSim injectedFault
 	done  bool
 }
@@ -178,27 +183,23 @@ func runOnZK(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) (*Re
 }
 
 // anchorFaults runs the scenario on the simulator and finds, for each
-// fault given by step, how many of its client's calls had returned when
-// it struck there.
+// fault, during which of its client's operations it struck there.
 func anchorFaults(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) ([]anchoredFault, []string) {
-	byStep := slices.ContainsFunc(sc.Faults, func(f sim.ScheduledFault) bool { return f.AtStep != 0 })
-	if !byStep {
+	if len(sc.Faults) == 0 {
 		return nil, nil
 	}
 	simOpts := o
 	simOpts.ZK, simOpts.ZKLog, simOpts.Trace, simOpts.Report, simOpts.Znodes = nil, nil, false, false, false
 	sr := newRunner(sc, simOpts, ctor, lockKind)
 	sr.run()
-	pending := make([]bool, len(sc.Faults))
+	// The world injects the first due fault of its list each time, so an
+	// injection is the first fault of that description not yet matched.
 	found := make([]*injectedFault, len(sc.Faults))
-	for i, f := range sc.Faults {
-		pending[i] = f.AtStep != 0
-	}
 	for k := range sr.obs.injected {
 		in := &sr.obs.injected[k]
 		for i, f := range sc.Faults {
-			if pending[i] && f.Client == in.client && f.Fault.String() == in.detail {
-				pending[i], found[i] = false, in
+			if found[i] == nil && f.Client == in.client && f.Fault.String() == in.detail {
+				found[i] = in
 				break
 			}
 		}
@@ -206,14 +207,11 @@ func anchorFaults(sc *Scenario, o RunOptions, ctor Constructor, lockKind string)
 	var anchors []anchoredFault
 	var notes []string
 	for i, f := range sc.Faults {
-		if f.AtStep == 0 {
-			continue
-		}
 		if found[i] == nil {
 			notes = append(notes, fmt.Sprintf("fault %s: never struck on the simulator; not injected", formatFault(f)))
 			continue
 		}
-		anchors = append(anchors, anchoredFault{f: f, calls: found[i].calls, onSim: *found[i]})
+		anchors = append(anchors, anchoredFault{f: f, ops: found[i].ops, onSim: *found[i]})
 	}
 	return anchors, notes
 }
@@ -239,7 +237,9 @@ func (z *zkRun) setup() error {
 	if _, err := admin.CreateContainer(ctx, z.root, nil, zk.FlagContainer, zk.WorldACL(zk.PermAll)); err != nil {
 		return fmt.Errorf("zk %s: create %s: %w", strings.Join(z.servers, ","), z.root, err)
 	}
-	r.lockPath = z.root + "/lock"
+	// The lock stands where it stands on the simulator, under the run's own
+	// tree: the recipe makes the same directories, with the same calls.
+	r.lockPath = z.root + LockRoot
 	z.ctx, z.cancel = context.WithCancel(context.Background())
 	for i := 1; i <= r.sc.Clients; i++ {
 		p, err := zktest.StartProxy(z.servers[0])
@@ -270,29 +270,10 @@ func (z *zkRun) run() {
 		go z.watchSession(i+1, c)
 	}
 	for k := range z.anchored {
-		if a := &z.anchored[k]; a.calls == 0 {
+		if a := &z.anchored[k]; a.ops == 0 {
 			a.done = true
-			z.inject(a.f, fmt.Sprintf("before c%d's first call, where it struck on the simulator", a.f.Client))
+			z.inject(a.f, fmt.Sprintf("before c%d's first operation, where it struck on the simulator", a.f.Client))
 		}
-	}
-	for _, f := range r.sc.Faults {
-		if f.AtStep != 0 {
-			continue
-		}
-		z.aux.Add(1)
-		go func() {
-			defer z.aux.Done()
-			t := time.NewTimer(time.Until(z.start.Add(f.AtTime)))
-			defer t.Stop()
-			select {
-			case <-t.C:
-				z.inject(f, "at its time")
-			case <-z.ctx.Done():
-				r.mu.Lock()
-				z.notes = append(z.notes, fmt.Sprintf("fault %s: the run ended first; not injected", formatFault(f)))
-				r.mu.Unlock()
-			}
-		}()
 	}
 	// The tasks start in client order, each once the one before has
 	// settled: it holds the lock, or waits on a watch, or has ended. The
@@ -332,8 +313,8 @@ func (z *zkRun) run() {
 	r.endTime = r.now()
 	for _, a := range z.anchored {
 		if !a.done {
-			z.notes = append(z.notes, fmt.Sprintf("fault %s: c%d had %d calls answered here, fewer than the %d after which it struck on the simulator; not injected",
-				formatFault(a.f), a.f.Client, r.obs.calls[a.f.Client], a.calls))
+			z.notes = append(z.notes, fmt.Sprintf("fault %s: c%d began %d operations here, fewer than the %d during which it struck on the simulator; not injected",
+				formatFault(a.f), a.f.Client, r.obs.ops[a.f.Client], a.ops))
 		}
 	}
 	r.mu.Unlock()
@@ -484,16 +465,16 @@ func (z *zkRun) inject(f sim.ScheduledFault, when string) {
 	}
 }
 
-// afterCall injects the faults anchored at client's n-th returned call,
-// on the client's own task: the task goes on only once they are in.
-func (z *zkRun) afterCall(client int, n int64) {
+// strike injects the faults anchored at client's operation n, on the
+// client's own task: the task goes on only once they are in.
+func (z *zkRun) strike(client int, n int64) {
 	r := z.r
 	var due []sim.ScheduledFault
 	var onSim []injectedFault
 	r.mu.Lock()
 	for k := range z.anchored {
 		a := &z.anchored[k]
-		if !a.done && a.f.Client == client && a.calls == n {
+		if !a.done && a.f.Client == client && a.ops == n {
 			a.done = true
 			due = append(due, a.f)
 			onSim = append(onSim, a.onSim)
@@ -501,7 +482,7 @@ func (z *zkRun) afterCall(client int, n int64) {
 	}
 	r.mu.Unlock()
 	for k, f := range due {
-		z.inject(f, fmt.Sprintf("after c%d's call %d returned, where it struck on the simulator (step %d, %v)", client, n, onSim[k].step, onSim[k].time.Round(time.Millisecond)))
+		z.inject(f, fmt.Sprintf("during c%d's operation %d, where it struck on the simulator (step %d, %v)", client, n, onSim[k].step, onSim[k].time.Round(time.Millisecond)))
 	}
 }
 

@@ -35,8 +35,9 @@ Fault kinds: drop-request, drop-reply, disconnect, partition, pause,
 crash, expire, restart (default: all; "none" for none).
 
 With --zk the runs go to a real ZooKeeper, each client through a local
-fault proxy: faults strike at wall times, every kind but restart (zklab
-does not run the server); the server and the network decide the order,
+fault proxy: every fault kind but restart (zklab does not run the
+server), each striking where it strikes on the simulator, as with 'zklab
+run --zk'; the server and the network decide the order,
 so --strategy and --depth do not apply and a run is not replayed byte for
 byte. A violation is shrunk by dropping faults and cycles while it still
 shows within 3 runs, and the file is run again with 'zklab run --zk'.

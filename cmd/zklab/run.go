@@ -28,10 +28,10 @@ view of the histories. --trace prints the simulator's full trace.
 With --zk the same workload and faults run on a real ZooKeeper instead,
 each client through a local fault proxy. The server and the network
 decide the order, so the schedule is not replayed and two runs differ;
-a fault given at a step strikes where its client was when it struck on
-the simulator (after as many of its calls), a fault given at a time at
-that wall time. A server restart cannot be injected there. The trace is
-then what the clients sent, received and saw.
+each fault strikes where its client was when it struck on the simulator
+(during the same call, sleep or wait of the client's), however long the
+calls take on the server. A server restart cannot be injected there. The
+trace is then what the clients sent, received and saw.
 
 Exit 0 when every check passed, 1 when a check found a violation, 2 when
 the file cannot be read or parsed (with FILE:LINE), or the server named
