@@ -86,7 +86,10 @@ func (c *Client) begin(op, path string) *Operation {
 	rec := Operation{Client: c.id, Session: c.sessionID, Op: op, Path: path, CallStep: w.step, CallTime: time.Duration(w.nowNs)}
 	w.emit(Event{Kind: "call", Client: c.id, Session: c.sessionID, Op: op, Path: path})
 	if !w.cfg.KeepHistory {
-		return &rec // the trace of its return needs it
+		// The trace of its return needs it; end gives it back for reuse.
+		o := w.takeOperation()
+		*o = rec
+		return o
 	}
 	return w.history.add(rec)
 }
@@ -111,6 +114,27 @@ func (c *Client) end(o *Operation, err error, fill func(o *Operation)) {
 		e.Detail = "-> " + o.OutPath
 	}
 	w.emit(e)
+	if !w.cfg.KeepHistory {
+		w.putOperation(o)
+	}
+}
+
+// takeOperation returns a blank record for a call that is traced but not
+// kept in the history, reusing one a finished call gave back.
+func (w *World) takeOperation() *Operation {
+	if n := len(w.freeOps); n > 0 {
+		o := w.freeOps[n-1]
+		w.freeOps = w.freeOps[:n-1]
+		return o
+	}
+	return new(Operation)
+}
+
+// putOperation gives back a record takeOperation returned, once its call
+// has ended and its return is traced.
+func (w *World) putOperation(o *Operation) {
+	*o = Operation{}
+	w.freeOps = append(w.freeOps, o)
 }
 
 func parseFlags(flags int32) (sequential, container, ttl bool, err error) {

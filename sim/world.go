@@ -85,6 +85,7 @@ type World struct {
 	dueBuf   []*timer
 	walkBuf  []int
 	serverUp bool
+	freeOps  []*Operation // records of traced calls, for reuse (KeepHistory off)
 }
 
 // New returns a world with a fresh server and no clients.
