@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -20,7 +19,7 @@ func (c *Client) callable(ctx context.Context) error {
 	if c.crashed || c.w.closed {
 		if t := c.w.current; t != nil && t.killed {
 			// The process is dead: its code does not go on.
-			runtime.Goexit()
+			exitKilled()
 		}
 		return zk.ErrClosing
 	}
@@ -40,7 +39,7 @@ func (c *Client) callable(ctx context.Context) error {
 func (c *Client) waitable(ctx context.Context) error {
 	if c.crashed || c.w.closed {
 		if t := c.w.current; t != nil && t.killed {
-			runtime.Goexit()
+			exitKilled()
 		}
 		return zk.ErrClosing
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -73,6 +74,7 @@ type World struct {
 
 	current           *task // the task holding the baton, nil for the Run caller
 	main              *task // the Run caller, as a pseudo-task
+	baton             *task // whom a task that gave control back to the driver hands the baton to
 	stopErr           error
 	running           bool
 	closed            bool
@@ -109,7 +111,7 @@ func New(cfg Config) *World {
 	}
 	w.faults = append([]ScheduledFault(nil), cfg.Faults...)
 	w.trace = newTracer(cfg.Trace, cfg.KeepTrace)
-	w.main = &task{name: "main", resume: make(chan struct{}, 1)}
+	w.main = &task{name: "main"}
 	return w
 }
 
@@ -128,12 +130,15 @@ func (w *World) Rand() *rand.Rand { return w.rng }
 
 func (w *World) nowMs() int64 { return w.nowNs / int64(time.Millisecond) }
 
-// task is a goroutine the world schedules.
+// task is a coroutine the world schedules. Only the driver (the goroutine
+// that called Run or Close) resumes it; it gives control back when it
+// blocks and the scheduler picks another, or when it ends.
 type task struct {
 	name     string
-	client   *Client // the client whose process it belongs to; nil for none
-	resume   chan struct{}
-	ready    waiter // nil while runnable or running
+	client   *Client                 // the client whose process it belongs to; nil for none
+	resume   func() (struct{}, bool) // the driver runs the task until it gives control back
+	yield    func(struct{}) bool     // the task gives control back to the driver
+	ready    waiter                  // nil while runnable or running
 	done     bool
 	killed   bool
 	finished bool // fn returned normally
@@ -146,20 +151,36 @@ func (w *World) Go(c *Client, name string, fn func(ctx context.Context)) {
 	if w.closed {
 		panic("sim: Go on a closed world")
 	}
-	t := &task{name: name, client: c, resume: make(chan struct{}, 1)}
+	t := &task{name: name, client: c}
 	t.ready = always
 	w.tasks = append(w.tasks, t)
 	if c != nil {
 		c.tasks = append(c.tasks, t)
 	}
 	w.emit(Event{Kind: "task", Client: c.number(), Detail: "start " + name})
-	go w.runTask(t, fn)
+	// The coroutine switch of iter.Pull costs far less than a handoff
+	// between goroutines over channels, and wakes no other processor. The
+	// stop function is not needed: a task ends by returning, and a world
+	// that is never closed leaves its tasks parked, as goroutines would be.
+	t.resume, _ = iter.Pull(func(yield func(struct{}) bool) {
+		t.yield = yield
+		w.runTask(t, fn)
+	})
 }
 
+// errTaskKilled ends a killed task where it stands. It is a panic rather
+// than runtime.Goexit because a Goexit inside an iter.Pull coroutine goes
+// on into the goroutine that resumed it, the driver; runTask recovers it.
+// Deferred calls run as they would on Goexit.
+var errTaskKilled = errors.New("sim: task killed")
+
+// exitKilled ends the running task, which has been killed.
+func exitKilled() { panic(errTaskKilled) }
+
 func (w *World) runTask(t *task, fn func(ctx context.Context)) {
-	<-t.resume
 	defer func() {
 		r := recover()
+		goexit := false
 		t.done = true
 		t.ready = nil
 		w.tasks = slices.DeleteFunc(w.tasks, func(o *task) bool { return o == t })
@@ -174,11 +195,18 @@ func (w *World) runTask(t *task, fn func(ctx context.Context)) {
 			w.fail(fmt.Errorf("sim: task %q panicked: %v\n%s", t.name, r, buf))
 		case !t.finished:
 			w.fail(fmt.Errorf("sim: task %q exited with runtime.Goexit (a t.FailNow inside a task?)", t.name))
+			goexit = true
 		default:
 			w.emit(Event{Kind: "task", Client: t.client.number(), Detail: "end " + t.name})
 		}
 		w.current = nil
 		w.schedule(nil)
+		if goexit {
+			// The Goexit would go on into the driver's goroutine: give the
+			// baton back and stay parked for good instead.
+			t.yield(struct{}{})
+			panic("sim: a task that exited with runtime.Goexit was resumed")
+		}
 	}()
 	if t.killed {
 		return
@@ -212,7 +240,7 @@ func (w *World) block(ready waiter) {
 		panic("sim: a blocking call outside a simulated task (use World.Go)")
 	}
 	if t.killed {
-		runtime.Goexit()
+		exitKilled()
 	}
 	if ready.ready() {
 		return
@@ -220,7 +248,7 @@ func (w *World) block(ready waiter) {
 	t.ready = ready
 	w.schedule(t)
 	if t.killed {
-		runtime.Goexit()
+		exitKilled()
 	}
 }
 
@@ -316,27 +344,41 @@ func (w *World) schedule(self *task) {
 	}
 }
 
-// handoff passes the baton from self's goroutine to next's and parks self
-// until it is handed back (self nil: the calling goroutine is ending).
+// handoff passes the baton from self to next and parks self until it is
+// handed back (self nil: the calling task is ending). A task gives control
+// back to the driver, naming next; the driver (self is main) resumes
+// tasks in turn until one names main.
 func (w *World) handoff(self, next *task) {
 	if next == self {
 		w.current = next
 		return
 	}
-	w.current = next
-	if next == w.main {
+	switch self {
+	case nil:
+		w.baton = next // the task's coroutine ends and the driver goes on
+	case w.main:
+		w.drive(next)
 		w.current = nil
-	}
-	next.resume <- struct{}{}
-	if self == nil {
-		return
-	}
-	<-self.resume
-	if self == w.main {
-		w.current = nil
-	} else {
+	default:
+		w.baton = next
+		self.yield(struct{}{})
 		w.current = self
 	}
+}
+
+// drive runs on the driver's goroutine: it resumes next, and then whomever
+// each task hands the baton to, until the baton comes back to main.
+func (w *World) drive(next *task) {
+	for next != w.main {
+		w.current = next
+		w.baton = nil
+		next.resume()
+		next = w.baton
+		if next == nil {
+			panic("sim: a task gave control back without handing the baton on")
+		}
+	}
+	w.baton = nil
 }
 
 func (w *World) blockedTasks() string {
