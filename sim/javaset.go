@@ -23,14 +23,23 @@ import (
 // it). It does not emulate tree bins, which Java builds only when one bucket
 // of a table of 64 or more holds eight names.
 type javaSet struct {
-	members  map[string]uint32 // name -> insertion number, for order within a bucket
-	capacity uint32            // the Java table length; 0 until the first insertion
-	initial  uint32            // the capacity the Java constructor was given
-	inserted uint32            // insertions so far
+	members  map[string]javaMember
+	capacity uint32 // the Java table length; 0 until the first insertion
+	initial  uint32 // the capacity the Java constructor was given
+	inserted uint32 // insertions so far
+
+	order      []string // the iteration order, while orderValid
+	orderValid bool     // no insertion or removal since order was computed
+}
+
+// javaMember is what a javaSet remembers of a name.
+type javaMember struct {
+	seq  uint32 // insertion number, for order within a bucket
+	hash uint32 // javaSpreadHash of the name, computed once
 }
 
 func newJavaSet(initialCapacity uint32) *javaSet {
-	return &javaSet{members: make(map[string]uint32), initial: initialCapacity}
+	return &javaSet{members: make(map[string]javaMember), initial: initialCapacity}
 }
 
 func (s *javaSet) len() int { return len(s.members) }
@@ -50,7 +59,8 @@ func (s *javaSet) add(name string) bool {
 		s.capacity = s.initial
 	}
 	s.inserted++
-	s.members[name] = s.inserted
+	s.members[name] = javaMember{seq: s.inserted, hash: javaSpreadHash(name)}
+	s.orderValid = false
 	// HashMap.putVal: if (++size > threshold) resize(); threshold = 0.75*capacity.
 	if uint64(len(s.members)) > uint64(s.capacity)*3/4 {
 		s.capacity *= 2
@@ -63,11 +73,23 @@ func (s *javaSet) remove(name string) bool {
 		return false
 	}
 	delete(s.members, name)
+	s.orderValid = false
 	return true
 }
 
-// ordered returns the members in Java's iteration order.
+// ordered returns the members in Java's iteration order, in a slice the
+// caller owns.
 func (s *javaSet) ordered() []string {
+	if !s.orderValid {
+		s.order = s.computeOrder()
+		s.orderValid = true
+	}
+	names := make([]string, len(s.order))
+	copy(names, s.order)
+	return names
+}
+
+func (s *javaSet) computeOrder() []string {
 	type entry struct {
 		name   string
 		bucket uint32
@@ -75,8 +97,8 @@ func (s *javaSet) ordered() []string {
 	}
 	entries := make([]entry, 0, len(s.members))
 	mask := s.capacity - 1
-	for name, seq := range s.members {
-		entries = append(entries, entry{name, javaSpreadHash(name) & mask, seq})
+	for name, m := range s.members {
+		entries = append(entries, entry{name, m.hash & mask, m.seq})
 	}
 	slices.SortFunc(entries, func(a, b entry) int {
 		if a.bucket != b.bucket {
