@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -130,18 +129,20 @@ func (w *World) Rand() *rand.Rand { return w.rng }
 
 func (w *World) nowMs() int64 { return w.nowNs / int64(time.Millisecond) }
 
-// task is a coroutine the world schedules. Only the driver (the goroutine
-// that called Run or Close) resumes it; it gives control back when it
-// blocks and the scheduler picks another, or when it ends.
+// task is a coroutine the world schedules, run by a worker. Only the
+// driver (the goroutine that called Run or Close) resumes it; it gives
+// control back when it blocks and the scheduler picks another, or when it
+// ends.
 type task struct {
 	name     string
-	client   *Client                 // the client whose process it belongs to; nil for none
-	resume   func() (struct{}, bool) // the driver runs the task until it gives control back
-	yield    func(struct{}) bool     // the task gives control back to the driver
-	ready    waiter                  // nil while runnable or running
+	client   *Client // the client whose process it belongs to; nil for none
+	fn       func(ctx context.Context)
+	worker   *worker // the coroutine it runs on, from its first step to its end
+	ready    waiter  // nil while runnable or running
 	done     bool
 	killed   bool
 	finished bool // fn returned normally
+	parked   bool // exited with runtime.Goexit: its worker stays parked for good
 }
 
 // Go starts fn as a task of client c's process (c may be nil for a task
@@ -151,21 +152,13 @@ func (w *World) Go(c *Client, name string, fn func(ctx context.Context)) {
 	if w.closed {
 		panic("sim: Go on a closed world")
 	}
-	t := &task{name: name, client: c}
+	t := &task{name: name, client: c, fn: fn}
 	t.ready = always
 	w.tasks = append(w.tasks, t)
 	if c != nil {
 		c.tasks = append(c.tasks, t)
 	}
 	w.emit(Event{Kind: "task", Client: c.number(), Detail: "start " + name})
-	// The coroutine switch of iter.Pull costs far less than a handoff
-	// between goroutines over channels, and wakes no other processor. The
-	// stop function is not needed: a task ends by returning, and a world
-	// that is never closed leaves its tasks parked, as goroutines would be.
-	t.resume, _ = iter.Pull(func(yield func(struct{}) bool) {
-		t.yield = yield
-		w.runTask(t, fn)
-	})
 }
 
 // errTaskKilled ends a killed task where it stands. It is a panic rather
@@ -204,7 +197,8 @@ func (w *World) runTask(t *task, fn func(ctx context.Context)) {
 		if goexit {
 			// The Goexit would go on into the driver's goroutine: give the
 			// baton back and stay parked for good instead.
-			t.yield(struct{}{})
+			t.parked = true
+			t.worker.yield(struct{}{})
 			panic("sim: a task that exited with runtime.Goexit was resumed")
 		}
 	}()
@@ -361,7 +355,7 @@ func (w *World) handoff(self, next *task) {
 		w.current = nil
 	default:
 		w.baton = next
-		self.yield(struct{}{})
+		self.worker.yield(struct{}{})
 		w.current = self
 	}
 }
@@ -372,7 +366,15 @@ func (w *World) drive(next *task) {
 	for next != w.main {
 		w.current = next
 		w.baton = nil
-		next.resume()
+		t := next
+		if t.worker == nil {
+			t.worker = takeWorker(func() { w.runTask(t, t.fn) })
+		}
+		t.worker.resume()
+		if t.done && !t.parked {
+			putWorker(t.worker)
+			t.worker = nil
+		}
 		next = w.baton
 		if next == nil {
 			panic("sim: a task gave control back without handing the baton on")

@@ -1,0 +1,73 @@
+package sim
+
+import (
+	"iter"
+	"sync"
+)
+
+// A worker is a coroutine that runs tasks, one after another. A task runs
+// on a worker from its first step to its end; the driver then gives the
+// worker back to the pool, so the next task, in this world or another,
+// starts on a stack that has already grown instead of growing a fresh one
+// (copystack was 3.6% of the Explore5x10 profile).
+type worker struct {
+	resume func() (struct{}, bool) // the driver runs the worker until it gives control back
+	yield  func(struct{}) bool     // on the worker: give control back to the driver
+	stop   func()                  // ends an idle worker
+	job    func()                  // the task to run next; set while the worker is idle
+}
+
+// workersIdleMax bounds the idle workers kept for reuse.
+const workersIdleMax = 64
+
+var workerPool struct {
+	sync.Mutex
+	idle []*worker
+}
+
+// takeWorker returns an idle worker, or a new one, to run job.
+func takeWorker(job func()) *worker {
+	workerPool.Lock()
+	var wk *worker
+	if n := len(workerPool.idle); n > 0 {
+		wk = workerPool.idle[n-1]
+		workerPool.idle[n-1] = nil
+		workerPool.idle = workerPool.idle[:n-1]
+	}
+	workerPool.Unlock()
+	if wk == nil {
+		wk = newWorker()
+	}
+	wk.job = job
+	return wk
+}
+
+// putWorker gives back a worker whose task has ended: it waits, at its
+// yield, for the next job.
+func putWorker(wk *worker) {
+	workerPool.Lock()
+	if len(workerPool.idle) < workersIdleMax {
+		workerPool.idle = append(workerPool.idle, wk)
+		wk = nil
+	}
+	workerPool.Unlock()
+	if wk != nil {
+		wk.stop()
+	}
+}
+
+func newWorker() *worker {
+	wk := &worker{}
+	wk.resume, wk.stop = iter.Pull(func(yield func(struct{}) bool) {
+		wk.yield = yield
+		for {
+			job := wk.job
+			wk.job = nil
+			job()
+			if !yield(struct{}{}) {
+				return
+			}
+		}
+	})
+	return wk
+}
