@@ -513,7 +513,8 @@ func (z *zkRun) settled(client int) {
 }
 
 // gate holds a paused client's task until its pause ends, and ends a
-// crashed client's task (as the simulator does, with runtime.Goexit).
+// crashed client's task (runtime.Goexit: its deferred calls run, as a
+// killed task's do in the simulator).
 func (z *zkRun) gate(client int) {
 	for {
 		z.r.mu.Lock()
