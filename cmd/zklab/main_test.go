@@ -208,7 +208,7 @@ func TestOnRealZooKeeper(t *testing.T) {
 		want string
 	}{
 		{"splitbrain", []string{"splitbrain", "--zk", srv.Addr}, 1, "c2's update is lost"},
-		{"splitbrain-fencing", []string{"splitbrain", "--zk", srv.Addr, "--fencing"}, 0, "refused (stale token)"},
+		{"splitbrain-fencing", []string{"splitbrain", "--zk", srv.Addr, "--fencing"}, 0, "and was refused"},
 		// A fault given by step strikes where it struck on the simulator:
 		// before c2's first call.
 		{"run-library", []string{"run", "lost-reply-fair", "--zk", srv.Addr}, 0, "fault step=1 drop-reply c2: injected at"},

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/zklab/zklab/scenarios"
+	"github.com/zklab/zklab/sim"
 )
 
 func init() {
@@ -19,8 +21,9 @@ pauses for longer than its session timeout comes back still believing it
 holds the lock while another client holds it too, and writes over the
 other's update. With --fencing the store checks the lease's fencing token
 (the lock node's czxid) and refuses the stale write. With --zk the same
-story runs on a real ZooKeeper (c1's pause is a local proxy
-blackholing its connection); it takes about 15 seconds.
+story runs on a real ZooKeeper, sized for it: 4 s sessions (the least a
+default server grants) and a 12 s pause, which blackholes c1's local
+proxy and holds its task; it takes about 13 seconds.
 
 Exit 1 without --fencing (the store was corrupted: a violation), 0 with it.
 
@@ -41,24 +44,18 @@ func runSplitBrain(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
+	var servers []string
 	if *zkServers != "" {
-		if *htmlOut != "" {
-			return usagef("--html draws a simulator run; it does not go with --zk")
-		}
-		corrupted, err := splitBrainOnZK(stdout, *zkServers, *fencing)
-		if err != nil {
+		var err error
+		if servers, err = zkList(*zkServers); err != nil {
 			return err
 		}
-		if corrupted {
-			return violationError{"the store lost an update: two clients held the lock at once"}
-		}
-		return nil
 	}
 	name := "split-brain-unfenced"
 	if *fencing {
 		name = "split-brain-fenced"
 	}
-	res, file, err := splitBrain(stdout, name, *htmlOut != "")
+	res, file, err := splitBrain(stdout, name, *htmlOut != "", servers)
 	if err != nil {
 		return err
 	}
@@ -73,29 +70,61 @@ func runSplitBrain(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// splitBrain replays the library's split-brain scenario and tells it.
-func splitBrain(out io.Writer, name string, report bool) (*scenarios.Result, string, error) {
+// The split-brain story on a real server is sized for it: the least
+// session timeout a default server grants, and a pause of three.
+const (
+	zkSplitSessionTimeout = 4 * time.Second
+	zkSplitPause          = 3 * zkSplitSessionTimeout
+)
+
+// splitBrain replays the library's split-brain scenario and tells it: on
+// the simulator, or on the real ZooKeeper at servers.
+func splitBrain(out io.Writer, name string, report bool, servers []string) (*scenarios.Result, string, error) {
 	sc, entry, err := scenarios.LookupLibrary(name)
 	if err != nil {
 		return nil, "", err
 	}
-	res, err := scenarios.Replay(sc, scenarios.RunOptions{Report: report})
+	var res *scenarios.Result
+	if servers == nil {
+		res, err = scenarios.Replay(sc, scenarios.RunOptions{Report: report})
+	} else {
+		sc.SessionTimeout = zkSplitSessionTimeout
+		for i := range sc.Faults {
+			if sc.Faults[i].Kind == sim.FaultPause {
+				sc.Faults[i].Duration = zkSplitPause
+			}
+		}
+		res, err = scenarios.Run(sc, scenarios.RunOptions{Report: report, ZK: servers})
+	}
 	if err != nil {
-		return nil, "", err
+		return nil, "", usagef("%v", err)
 	}
 	sc = res.Scenario // with its defaults filled in
+	pause := time.Duration(0)
+	for _, f := range sc.Faults {
+		if f.Kind == sim.FaultPause {
+			pause = f.Duration
+		}
+	}
 	store := "a store that trusts whoever writes"
 	if sc.Store == scenarios.StoreFenced {
 		store = "a store that refuses a write whose fencing token is older than one it has seen"
 	}
-	say(out, "%s: two clients of fair-lock, each reading a counter in the store and writing it", entry.File)
+	where := ""
+	if servers != nil {
+		where = fmt.Sprintf(" on ZooKeeper at %s (sized for it)", strings.Join(servers, ","))
+	}
+	say(out, "%s%s: two clients of fair-lock, each reading a counter in the store and writing it", entry.File, where)
 	say(out, "back plus one while it holds the lock; %s.", store)
-	say(out, "fault: c1's process stops for 30s (a long GC pause), longer than its %v session.", sc.SessionTimeout)
+	say(out, "fault: c1's process stops for %v (a long GC pause), longer than its %v session.", pause, sc.SessionTimeout)
 	say(out, "")
 	for _, line := range strings.Split(strings.TrimRight(res.History(), "\n"), "\n") {
 		say(out, "%s", line)
 	}
 	say(out, "")
+	for _, note := range res.Notes {
+		say(out, "on the server: %s", note)
+	}
 	sb := res.Verdict.Check(scenarios.CheckSplitBrain)
 	st := res.Verdict.Check(scenarios.CheckStore)
 	zkh := res.Verdict.Check(scenarios.CheckZKHolders)

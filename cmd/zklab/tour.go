@@ -178,7 +178,7 @@ func demoHerd(out io.Writer) (bool, error) {
 
 // demoSplitBrain replays the library's unfenced split-brain scenario.
 func demoSplitBrain(out io.Writer) (bool, error) {
-	res, _, err := splitBrain(out, "split-brain-unfenced", false)
+	res, _, err := splitBrain(out, "split-brain-unfenced", false, nil)
 	if err != nil {
 		return false, err
 	}
@@ -190,7 +190,7 @@ func demoSplitBrain(out io.Writer) (bool, error) {
 
 // demoFencing replays the same pause with a fenced store.
 func demoFencing(out io.Writer) (bool, error) {
-	res, _, err := splitBrain(out, "split-brain-fenced", false)
+	res, _, err := splitBrain(out, "split-brain-fenced", false, nil)
 	if err != nil {
 		return false, err
 	}
