@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/zklab/zklab/recipes"
 	"github.com/zklab/zklab/recipes/zkconn"
 	"github.com/zklab/zklab/recipes/zkconn/zktest"
 	"github.com/zklab/zklab/sim"
@@ -84,14 +83,14 @@ type zkRun struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	tasks   sync.WaitGroup
-	aux     sync.WaitGroup // the session watchers and timed faults
+	aux     sync.WaitGroup // the session watchers
 
 	// Guarded by r.mu.
 	pausedUntil []time.Time
 	crashed     []bool
 	deletes     map[string][]zkDelete
 	gone        map[int64]uint64 // session -> the event at which its end was known (expiry seen, close returned)
-	anchored    []anchoredFault  // faults given by step, waiting for their client's call count
+	anchored    []anchoredFault  // the faults, each waiting for its client's operation
 	settledCh   []chan struct{}  // closed when the client first holds or waits
 	settleOnce  []sync.Once
 	probeStep   uint64
@@ -107,7 +106,7 @@ type zkDelete struct {
 	applied   bool
 }
 
-// anchoredFault is a fault given by step, to strike during its client's
+// anchoredFault is a fault of the scenario, to strike during its client's
 // operation number ops (none begun: before the workload starts).
 type anchoredFault struct {
 	f     sim.ScheduledFault
@@ -356,16 +355,16 @@ func (z *zkRun) teardown() {
 	r.mu.Unlock()
 }
 
-func waitGroup(wg *sync.WaitGroup, limit time.Duration) bool {
+// waitGroup waits for wg, at most limit: a task stuck in a call that
+// never returns is left behind rather than holding the run forever.
+func waitGroup(wg *sync.WaitGroup, limit time.Duration) {
 	ended := make(chan struct{})
 	go func() { wg.Wait(); close(ended) }()
 	t := time.NewTimer(limit)
 	defer t.Stop()
 	select {
 	case <-ended:
-		return true
 	case <-t.C:
-		return false
 	}
 }
 
@@ -663,5 +662,3 @@ func (h *history) snapshot() *history {
 	}
 	return out
 }
-
-var _ recipes.Conn = (*zkconn.Conn)(nil)
