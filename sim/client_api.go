@@ -454,24 +454,15 @@ func (c *Client) Wait(ctx context.Context, watches ...<-chan zk.Event) (zk.Event
 	if err := c.waitable(ctx); err != nil {
 		return zk.Event{}, err
 	}
-	var got zk.Event
-	fired := false
-	c.w.block(cond(func() bool {
-		if fired {
-			return true
-		}
-		for _, ch := range watches {
-			// Only the simulation sends on these channels, and it is not
-			// running while this runs: a non-blocking receive is exact.
-			select {
-			case ev := <-ch:
-				got, fired = ev, true
-				return true
-			default:
-			}
-		}
-		return ctx.Err() != nil || c.crashed
-	}))
+	ww := &watchWait{}
+	if t := c.w.current; t != nil {
+		ww = &t.watchWait // a task waits for one thing at a time: reuse its record
+	}
+	ww.c, ww.ctx = c, ctx
+	ww.watches = append(ww.watches[:0], watches...)
+	c.w.block(ww)
+	got, fired := ww.got, ww.fired
+	ww.reset()
 	if fired {
 		return got, nil
 	}
@@ -479,6 +470,38 @@ func (c *Client) Wait(ctx context.Context, watches ...<-chan zk.Event) (zk.Event
 		return zk.Event{}, err
 	}
 	return zk.Event{}, zk.ErrClosing
+}
+
+// watchWait is what a task blocked in Wait waits for.
+type watchWait struct {
+	c       *Client
+	ctx     context.Context
+	watches []<-chan zk.Event
+	got     zk.Event
+	fired   bool
+}
+
+func (ww *watchWait) ready() bool {
+	if ww.fired {
+		return true
+	}
+	for _, ch := range ww.watches {
+		// Only the simulation sends on these channels, and it is not
+		// running while this runs: a non-blocking receive is exact.
+		select {
+		case ev := <-ch:
+			ww.got, ww.fired = ev, true
+			return true
+		default:
+		}
+	}
+	return ww.ctx.Err() != nil || ww.c.crashed
+}
+
+// reset clears the record for the task's next Wait, keeping the buffer.
+func (ww *watchWait) reset() {
+	clear(ww.watches)
+	*ww = watchWait{watches: ww.watches[:0]}
 }
 
 // Sleep pauses the calling task for d of virtual time, or until ctx is
@@ -490,10 +513,19 @@ func (c *Client) Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
-	woke := false
-	t := c.w.after(int64(d), c, "sleep", func() { woke = true })
-	c.w.block(cond(func() bool { return woke || ctx.Err() != nil || c.crashed }))
-	c.w.stop(t)
+	s := &sleep{}
+	if t := c.w.current; t != nil {
+		s = &t.sleep // a task sleeps once at a time: reuse its record and timer
+	}
+	s.c, s.ctx, s.woke = c, ctx, false
+	if s.wake == nil {
+		s.wake = func() { s.woke = true }
+	}
+	c.w.arm(&s.timer, int64(d), c, "sleep", s.wake)
+	c.w.block(s)
+	c.w.stop(&s.timer)
+	woke := s.woke
+	s.c, s.ctx = nil, nil
 	if woke {
 		return nil
 	}
@@ -502,6 +534,17 @@ func (c *Client) Sleep(ctx context.Context, d time.Duration) error {
 	}
 	return zk.ErrClosing
 }
+
+// sleep is what a task blocked in Sleep waits for: its timer, or ctx.
+type sleep struct {
+	c     *Client
+	ctx   context.Context
+	woke  bool
+	wake  func() // the timer's callback, made once per task
+	timer timer
+}
+
+func (s *sleep) ready() bool { return s.woke || s.ctx.Err() != nil || s.c.crashed }
 
 // WithTimeout is context.WithTimeout in virtual time.
 func (c *Client) WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {

@@ -49,15 +49,22 @@ func (h *timerHeap) Pop() any {
 // after schedules fire at now+delayNs on behalf of owner (nil: the world's
 // own timer, which no client fault can freeze).
 func (w *World) after(delayNs int64, owner *Client, what string, fire func()) *timer {
+	t := new(timer)
+	w.arm(t, delayNs, owner, what, fire)
+	return t
+}
+
+// arm is after with the caller's timer record, which must be idle: in
+// neither the heap nor a client's frozen timers.
+func (w *World) arm(t *timer, delayNs int64, owner *Client, what string, fire func()) {
 	w.timerSeq++
-	t := &timer{atNs: w.nowNs + delayNs, seq: w.timerSeq, owner: owner, what: what, fire: fire, index: -1}
+	*t = timer{atNs: w.nowNs + delayNs, seq: w.timerSeq, owner: owner, what: what, fire: fire, index: -1}
 	if owner != nil && owner.pausedUntilNs > w.nowNs {
 		t.frozen = true
 		owner.frozen = append(owner.frozen, t)
-		return t
+		return
 	}
 	heap.Push(&w.timers, t)
-	return t
 }
 
 // stop cancels a timer; it reports whether the timer was still pending.

@@ -143,6 +143,10 @@ type task struct {
 	killed   bool
 	finished bool // fn returned normally
 	parked   bool // exited with runtime.Goexit: its worker stays parked for good
+
+	// What it waits for in Sleep and Wait, kept to be reused call after call.
+	sleep     sleep
+	watchWait watchWait
 }
 
 // Go starts fn as a task of client c's process (c may be nil for a task
