@@ -49,6 +49,10 @@ type pending struct {
 	resp    Response
 	err     error // set when the request failed before a reply: connection closed, no server, closing
 	onReply func(err error)
+	// A call with a watch registers it on its reply: the type for a reply
+	// without error and the type for ErrNoNode (0: none), and the channel.
+	watchOK, watchNoNode watchType
+	watchCh              <-chan zk.Event
 }
 
 // Client is a simulated go-zookeeper/zk client connection. Its connection
@@ -401,6 +405,12 @@ func (c *Client) handleReply(r Response) {
 	}
 	if p.onReply != nil {
 		p.onReply(err)
+	}
+	switch {
+	case err == nil && p.watchOK != 0:
+		p.watchCh = c.addWatcher(p.req.Path, p.watchOK)
+	case err == zk.ErrNoNode && p.watchNoNode != 0:
+		p.watchCh = c.addWatcher(p.req.Path, p.watchNoNode)
 	}
 	p.done = true
 	p.resp = r

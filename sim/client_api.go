@@ -53,11 +53,20 @@ func (c *Client) waitable(ctx context.Context) error {
 // fails. It returns the transport error, if any; the server's error code
 // is in the response.
 func (c *Client) do(ctx context.Context, req Request, onReply func(error)) (Response, error) {
+	resp, _, err := c.doWatch(ctx, req, onReply, 0, 0)
+	return resp, err
+}
+
+// doWatch is do for a call that sets a watch when its reply comes: of type
+// onOK if it succeeded, of type onNoNode if the node was missing (0: none).
+// It returns the watch's channel, nil if none was set.
+func (c *Client) doWatch(ctx context.Context, req Request, onReply func(error), onOK, onNoNode watchType) (Response, <-chan zk.Event, error) {
 	if err := c.callable(ctx); err != nil {
-		return Response{}, err
+		return Response{}, nil, err
 	}
 	p := c.newPending()
 	p.req, p.onReply = req, onReply
+	p.watchOK, p.watchNoNode = onOK, onNoNode
 	p.req.Xid = c.nextXid()
 	if c.authed {
 		c.transmit(p)
@@ -67,12 +76,12 @@ func (c *Client) do(ctx context.Context, req Request, onReply func(error)) (Resp
 	c.w.block(p)
 	// Done: nothing refers to p any more (it left inflight or unsent when
 	// it completed), so it can serve the next call.
-	resp, err := p.resp, p.err
+	resp, ech, err := p.resp, p.watchCh, p.err
 	c.freePending(p)
 	if err != nil {
-		return Response{}, err
+		return Response{}, nil, err
 	}
-	return resp, resp.Err.Error()
+	return resp, ech, resp.Err.Error()
 }
 
 // begin records the invocation of an operation in the history, when the
@@ -225,19 +234,11 @@ func (c *Client) exists(ctx context.Context, path string, watch bool) (bool, *zk
 		c.end(i, zk.ErrInvalidPath, nil)
 		return false, nil, nil, zk.ErrInvalidPath
 	}
-	var ech <-chan zk.Event
-	var onReply func(error)
+	var onOK, onNoNode watchType
 	if watch {
-		onReply = func(err error) {
-			switch err {
-			case nil:
-				ech = c.addWatcher(path, watchData)
-			case zk.ErrNoNode:
-				ech = c.addWatcher(path, watchExist)
-			}
-		}
+		onOK, onNoNode = watchData, watchExist
 	}
-	resp, err := c.do(ctx, Request{Op: OpExists, Path: path, Watch: watch}, onReply)
+	resp, ech, err := c.doWatch(ctx, Request{Op: OpExists, Path: path, Watch: watch}, nil, onOK, onNoNode)
 	if err == zk.ErrConnectionClosed {
 		c.end(i, err, nil)
 		return false, nil, nil, err
@@ -256,10 +257,18 @@ func (c *Client) exists(ctx context.Context, path string, watch bool) (bool, *zk
 }
 
 func opName(op string, watch bool) string {
-	if watch {
-		return op + "W"
+	if !watch {
+		return op
 	}
-	return op
+	switch op { // constants: no string built per call
+	case "exists":
+		return "existsW"
+	case "get":
+		return "getW"
+	case "children":
+		return "childrenW"
+	}
+	return op + "W"
 }
 
 // Get is zk.Conn.Get.
@@ -280,16 +289,11 @@ func (c *Client) get(ctx context.Context, path string, watch bool) ([]byte, *zk.
 		c.end(i, zk.ErrInvalidPath, nil)
 		return nil, nil, nil, zk.ErrInvalidPath
 	}
-	var ech <-chan zk.Event
-	var onReply func(error)
+	var onOK watchType
 	if watch {
-		onReply = func(err error) {
-			if err == nil {
-				ech = c.addWatcher(path, watchData)
-			}
-		}
+		onOK = watchData
 	}
-	resp, err := c.do(ctx, Request{Op: OpGetData, Path: path, Watch: watch}, onReply)
+	resp, ech, err := c.doWatch(ctx, Request{Op: OpGetData, Path: path, Watch: watch}, nil, onOK, 0)
 	if err == zk.ErrConnectionClosed || (watch && err != nil) {
 		c.end(i, err, nil)
 		return nil, nil, nil, err
@@ -336,16 +340,11 @@ func (c *Client) children(ctx context.Context, path string, watch bool) ([]strin
 		c.end(i, zk.ErrInvalidPath, nil)
 		return nil, nil, nil, zk.ErrInvalidPath
 	}
-	var ech <-chan zk.Event
-	var onReply func(error)
+	var onOK watchType
 	if watch {
-		onReply = func(err error) {
-			if err == nil {
-				ech = c.addWatcher(path, watchChild)
-			}
-		}
+		onOK = watchChild
 	}
-	resp, err := c.do(ctx, Request{Op: OpGetChildren, Path: path, Watch: watch}, onReply)
+	resp, ech, err := c.doWatch(ctx, Request{Op: OpGetChildren, Path: path, Watch: watch}, nil, onOK, 0)
 	if err == zk.ErrConnectionClosed || (watch && err != nil) {
 		c.end(i, err, nil)
 		return nil, nil, nil, err
