@@ -297,7 +297,7 @@ func (r *runner) checkLock(timeout time.Duration) CheckResult {
 
 // lockOperations is the lock's history as porcupine operations.
 func (r *runner) lockOperations() []porcupine.Operation {
-	var ops []porcupine.Operation
+	ops := make([]porcupine.Operation, 0, 2*len(r.hist.locks)) // an acquire and a release each, at most
 	for _, l := range r.hist.locks {
 		if !l.returned {
 			continue // never answered: it changed nothing anyone saw
@@ -355,7 +355,7 @@ func (r *runner) checkStore(timeout time.Duration) CheckResult {
 
 // storeOperations is the store's history as porcupine operations.
 func (r *runner) storeOperations() []porcupine.Operation {
-	var ops []porcupine.Operation
+	ops := make([]porcupine.Operation, 0, len(r.hist.updates))
 	for _, u := range r.hist.updates {
 		if !u.readDone {
 			continue // the read never happened

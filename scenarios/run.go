@@ -218,7 +218,7 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) *r
 	if o.Strategy != nil {
 		inner = o.Strategy
 	}
-	r.rec = &sim.Record{Inner: inner}
+	r.rec = &sim.Record{Inner: inner, Choices: takeChoices()}
 	r.obs = newObserver(o.Trace, sc.Clients)
 	r.obs.report = o.Report
 	maxSteps := o.MaxSteps
@@ -303,6 +303,8 @@ func (r *runner) run() *Result {
 	res := &Result{Steps: steps, Time: now}
 	out := r.sc.clone()
 	out.Schedule = trimSchedule(r.rec.Choices)
+	putChoices(r.rec.Choices)
+	r.rec.Choices = nil
 	res.Scenario = out
 	res.Verdict = r.check(ops, steps)
 	res.hist = &r.hist
@@ -313,6 +315,23 @@ func (r *runner) run() *Result {
 		res.Report = r.report(steps)
 	}
 	return res
+}
+
+// choicesPool keeps the buffers that record a run's choices, for the next
+// run: a run copies out the schedule it keeps (trimSchedule).
+var choicesPool sync.Pool
+
+func takeChoices() []int {
+	if b, ok := choicesPool.Get().(*[]int); ok {
+		return (*b)[:0]
+	}
+	return nil
+}
+
+func putChoices(b []int) {
+	if cap(b) > 0 {
+		choicesPool.Put(&b)
+	}
 }
 
 // trimSchedule drops the trailing zeros: past its end a schedule takes
