@@ -453,9 +453,11 @@ func (c *Client) Wait(ctx context.Context, watches ...<-chan zk.Event) (zk.Event
 	if err := c.waitable(ctx); err != nil {
 		return zk.Event{}, err
 	}
-	ww := &watchWait{}
+	var ww *watchWait
 	if t := c.w.current; t != nil {
 		ww = &t.watchWait // a task waits for one thing at a time: reuse its record
+	} else {
+		ww = new(watchWait) // block refuses it
 	}
 	ww.c, ww.ctx = c, ctx
 	ww.watches = append(ww.watches[:0], watches...)
@@ -512,9 +514,11 @@ func (c *Client) Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
-	s := &sleep{}
+	var s *sleep
 	if t := c.w.current; t != nil {
 		s = &t.sleep // a task sleeps once at a time: reuse its record and timer
+	} else {
+		s = new(sleep) // block refuses it
 	}
 	s.c, s.ctx, s.woke = c, ctx, false
 	if s.wake == nil {
