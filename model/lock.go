@@ -89,6 +89,32 @@ func (s LockState) String() string {
 	return strings.Join(parts, "; ")
 }
 
+// singleHolders holds LockState values already boxed in an interface:
+// free, and each client alone holding the lock exclusively. They are the
+// states a mutex's history goes through, and porcupine steps through them
+// many times: returning them boxed once saves an allocation per step.
+var singleHolders = func() [ClientsMax + 1]any {
+	var out [ClientsMax + 1]any
+	out[0] = LockState{}
+	for c := 1; c <= ClientsMax; c++ {
+		out[c] = LockState{Writers: bit(c)}
+	}
+	return out
+}()
+
+// boxLockState returns s as an interface value, a shared one when there
+// is one: the same dynamic value as any(s), so equal states stay equal.
+func boxLockState(s LockState) any {
+	switch {
+	case s.Readers != 0:
+	case s.Writers == 0:
+		return singleHolders[0]
+	case s.Writers&(s.Writers-1) == 0:
+		return singleHolders[bits.TrailingZeros64(s.Writers)+1]
+	}
+	return s
+}
+
 // lockModel builds a lock model from its admission rule: may a client
 // join the holders of s, exclusively or shared?
 func lockModel(admit func(s LockState, shared bool) bool) porcupine.Model {
@@ -97,35 +123,35 @@ func lockModel(admit func(s LockState, shared bool) bool) porcupine.Model {
 		Step: func(state, input, output any) (bool, any) {
 			s, in, out := state.(LockState), input.(LockInput), output.(LockOutput)
 			if !out.OK {
-				return true, s
+				return true, state
 			}
 			b := bit(in.Client)
 			switch in.Kind {
 			case Acquire:
 				if (s.Writers|s.Readers)&b != 0 || !admit(s, in.Shared) {
-					return false, s
+					return false, state
 				}
 				if in.Shared {
 					s.Readers |= b
 				} else {
 					s.Writers |= b
 				}
-				return true, s
+				return true, boxLockState(s)
 			case Release:
 				if in.Shared {
 					if s.Readers&b == 0 {
-						return false, s
+						return false, state
 					}
 					s.Readers &^= b
-					return true, s
+					return true, boxLockState(s)
 				}
 				if s.Writers&b == 0 {
-					return false, s
+					return false, state
 				}
 				s.Writers &^= b
-				return true, s
+				return true, boxLockState(s)
 			}
-			return false, s
+			return false, state
 		},
 		DescribeOperation: func(input, output any) string {
 			in, out := input.(LockInput), output.(LockOutput)
