@@ -145,12 +145,30 @@ const protectedPrefix = "_c_"
 // whose reply was lost; the session keeps a node of a dead session from
 // being adopted by the next one (CURATOR-498).
 func protectedName(guid string, session int64, kind string) string {
-	return fmt.Sprintf("%s%s-%016x-%s", protectedPrefix, guid, uint64(session), kind)
+	return buildProtected(guid, session, kind)
 }
 
 // protectedTag is what every node of one create attempt starts with.
 func protectedTag(guid string, session int64) string {
-	return fmt.Sprintf("%s%s-%016x-", protectedPrefix, guid, uint64(session))
+	return buildProtected(guid, session, "")
+}
+
+// buildProtected is protectedPrefix, guid, "-", the session as 16 hex
+// digits, "-" and kind, built in one allocation (fmt's "%016x" makes
+// several, once per lock node).
+func buildProtected(guid string, session int64, kind string) string {
+	const digits = "0123456789abcdef"
+	var b strings.Builder
+	b.Grow(len(protectedPrefix) + len(guid) + 1 + 16 + 1 + len(kind))
+	b.WriteString(protectedPrefix)
+	b.WriteString(guid)
+	b.WriteByte('-')
+	for shift := 60; shift >= 0; shift -= 4 {
+		b.WriteByte(digits[uint64(session)>>shift&0xf])
+	}
+	b.WriteByte('-')
+	b.WriteString(kind)
+	return b.String()
 }
 
 // A child is one lock node of a directory, parsed from its name.

@@ -571,5 +571,13 @@ func (c *Client) Now() time.Time { return c.w.wallTime() }
 
 // GUID draws 32 hex digits from the world's seeded source.
 func (c *Client) GUID() string {
-	return fmt.Sprintf("%016x%016x", c.w.rng.Uint64(), c.w.rng.Uint64())
+	hi, lo := c.w.rng.Uint64(), c.w.rng.Uint64() // in this order, as before
+	var b [32]byte
+	const digits = "0123456789abcdef"
+	for i := range 16 {
+		shift := 60 - 4*i
+		b[i] = digits[hi>>shift&0xf]
+		b[16+i] = digits[lo>>shift&0xf]
+	}
+	return string(b[:])
 }
