@@ -109,7 +109,10 @@ func validateClientPath(path string, sequential bool) bool {
 	// fails there with NONODE, "/../x" is refused by the client).
 	prevWidth := 0
 	for i := 1; i < n; {
-		r, width := utf8.DecodeRuneInString(path[i:])
+		r, width := rune(path[i]), 1
+		if r >= utf8.RuneSelf {
+			r, width = utf8.DecodeRuneInString(path[i:])
+		}
 		switch {
 		case r == 0:
 			return false
