@@ -28,8 +28,16 @@ type javaSet struct {
 	initial  uint32 // the capacity the Java constructor was given
 	inserted uint32 // insertions so far
 
-	order      []string // the iteration order, while orderValid
-	orderValid bool     // no insertion or removal since order was computed
+	order      []string    // the iteration order, while orderValid
+	orderValid bool        // no insertion or removal since order was computed
+	entries    []javaEntry // computeOrder's scratch, kept for the next time
+}
+
+// javaEntry is a member with its place: bucket, then insertion.
+type javaEntry struct {
+	name   string
+	bucket uint32
+	seq    uint32
 }
 
 // javaMember is what a javaSet remembers of a name.
@@ -89,27 +97,26 @@ func (s *javaSet) ordered() []string {
 	return names
 }
 
+// computeOrder computes the iteration order into the backing array of
+// s.order, which no caller holds (ordered hands out copies).
 func (s *javaSet) computeOrder() []string {
-	type entry struct {
-		name   string
-		bucket uint32
-		seq    uint32
-	}
-	entries := make([]entry, 0, len(s.members))
+	entries := s.entries[:0]
 	mask := s.capacity - 1
 	for name, m := range s.members {
-		entries = append(entries, entry{name, m.hash & mask, m.seq})
+		entries = append(entries, javaEntry{name, m.hash & mask, m.seq})
 	}
-	slices.SortFunc(entries, func(a, b entry) int {
+	slices.SortFunc(entries, func(a, b javaEntry) int {
 		if a.bucket != b.bucket {
 			return cmpUint32(a.bucket, b.bucket)
 		}
 		return cmpUint32(a.seq, b.seq)
 	})
-	names := make([]string, len(entries))
-	for i, e := range entries {
-		names[i] = e.name
+	names := s.order[:0]
+	for _, e := range entries {
+		names = append(names, e.name)
 	}
+	clear(entries) // keep no names alive that left the set
+	s.entries = entries[:0]
 	return names
 }
 
