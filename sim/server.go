@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-zookeeper/zk"
@@ -870,7 +871,7 @@ func (s *Server) validateCreate(sess *serverSession, req Request, o *overlay) (w
 		// The suffix is the parent's cversion before this create, as
 		// PrepRequestProcessor formats it ("%010d"); past 2^31-1 the int
 		// wraps and the suffix turns negative, as on a real server.
-		path += fmt.Sprintf("%010d", parent.cversion)
+		path = sequentialPath(path, parent.cversion)
 	}
 	if validateServerPath(path, false) != nil {
 		return write{}, CodeBadArguments
@@ -1111,4 +1112,25 @@ func (s *Server) sweepContainers(nowMs int64) {
 		s.deleteNode(t, path)
 		s.commit(t)
 	}
+}
+
+// sequentialPath is path followed by v as fmt's "%010d" formats it (the
+// sign counts in the width), built in one allocation.
+func sequentialPath(path string, v int32) string {
+	var digits [11]byte
+	d := strconv.AppendInt(digits[:0], int64(v), 10)
+	sign := 0
+	if v < 0 {
+		sign = 1
+	}
+	pad := max(10-len(d), 0)
+	var b strings.Builder
+	b.Grow(len(path) + pad + len(d))
+	b.WriteString(path)
+	b.Write(d[:sign])
+	for range pad {
+		b.WriteByte('0')
+	}
+	b.Write(d[sign:])
+	return b.String()
 }
