@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"slices"
 	"unicode/utf8"
 )
@@ -28,9 +29,12 @@ type javaSet struct {
 	initial  uint32 // the capacity the Java constructor was given
 	inserted uint32 // insertions so far
 
-	order      []string    // the iteration order, while orderValid
-	orderValid bool        // no insertion or removal since order was computed
-	entries    []javaEntry // computeOrder's scratch, kept for the next time
+	// While orderValid, order is the iteration order and entries the same
+	// members with their places, sorted alike; insertions and removals
+	// keep them up to date, a resize (which moves every bucket) drops them.
+	order      []string
+	entries    []javaEntry
+	orderValid bool
 }
 
 // javaEntry is a member with its place: bucket, then insertion.
@@ -63,26 +67,60 @@ func (s *javaSet) add(name string) bool {
 	if _, ok := s.members[name]; ok {
 		return false
 	}
+	capacityBefore := s.capacity
 	if s.capacity == 0 {
 		s.capacity = s.initial
 	}
 	s.inserted++
-	s.members[name] = javaMember{seq: s.inserted, hash: javaSpreadHash(name)}
-	s.orderValid = false
+	m := javaMember{seq: s.inserted, hash: javaSpreadHash(name)}
+	s.members[name] = m
 	// HashMap.putVal: if (++size > threshold) resize(); threshold = 0.75*capacity.
 	if uint64(len(s.members)) > uint64(s.capacity)*3/4 {
 		s.capacity *= 2
 	}
+	if !s.orderValid {
+		return true
+	}
+	if s.capacity != capacityBefore {
+		s.orderValid = false
+		return true
+	}
+	// The newest insertion comes last in its bucket: after every entry of
+	// a bucket not after its own.
+	e := javaEntry{name, m.hash & (s.capacity - 1), m.seq}
+	i, _ := slices.BinarySearchFunc(s.entries, uint64(e.bucket)+1, func(o javaEntry, bucket uint64) int {
+		return cmp.Compare(uint64(o.bucket), bucket)
+	})
+	s.entries = slices.Insert(s.entries, i, e)
+	s.order = slices.Insert(s.order, i, name)
 	return true
 }
 
 func (s *javaSet) remove(name string) bool {
-	if _, ok := s.members[name]; !ok {
+	m, ok := s.members[name]
+	if !ok {
 		return false
 	}
 	delete(s.members, name)
-	s.orderValid = false
+	if !s.orderValid {
+		return true
+	}
+	i, found := slices.BinarySearchFunc(s.entries, javaEntry{bucket: m.hash & (s.capacity - 1), seq: m.seq}, compareJavaEntries)
+	if !found || s.entries[i].name != name {
+		panic("sim: javaSet order lost a member: " + name)
+	}
+	s.entries = slices.Delete(s.entries, i, i+1)
+	s.order = slices.Delete(s.order, i, i+1)
 	return true
+}
+
+// compareJavaEntries orders entries as Java iterates them: by bucket, and
+// in a bucket by insertion.
+func compareJavaEntries(a, b javaEntry) int {
+	if a.bucket != b.bucket {
+		return cmpUint32(a.bucket, b.bucket)
+	}
+	return cmpUint32(a.seq, b.seq)
 }
 
 // ordered returns the members in Java's iteration order, in a slice the
@@ -97,26 +135,23 @@ func (s *javaSet) ordered() []string {
 	return names
 }
 
-// computeOrder computes the iteration order into the backing array of
-// s.order, which no caller holds (ordered hands out copies).
+// computeOrder computes the iteration order, and s.entries with it, into
+// the backing array of s.order, which no caller holds (ordered hands out
+// copies).
 func (s *javaSet) computeOrder() []string {
+	clear(s.entries) // keep no names alive that left the set
 	entries := s.entries[:0]
 	mask := s.capacity - 1
 	for name, m := range s.members {
 		entries = append(entries, javaEntry{name, m.hash & mask, m.seq})
 	}
-	slices.SortFunc(entries, func(a, b javaEntry) int {
-		if a.bucket != b.bucket {
-			return cmpUint32(a.bucket, b.bucket)
-		}
-		return cmpUint32(a.seq, b.seq)
-	})
+	slices.SortFunc(entries, compareJavaEntries)
+	clear(s.order)
 	names := s.order[:0]
 	for _, e := range entries {
 		names = append(names, e.name)
 	}
-	clear(entries) // keep no names alive that left the set
-	s.entries = entries[:0]
+	s.entries = entries
 	return names
 }
 
