@@ -2,8 +2,11 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // The expected orders are what a real ZooKeeper 3.8.0 (Java 17) returned
@@ -120,4 +123,43 @@ func TestJavaSpreadHash(t *testing.T) {
 			t.Errorf("reference hash of %q: %#x", tc.s, got)
 		}
 	}
+}
+
+// The order kept up to date across insertions and removals is the order
+// computed afresh from the members' buckets and insertion numbers, after
+// every step of random sequences (names from a small alphabet, so that
+// buckets collide, and enough of them to resize the table).
+func TestJavaSetIncrementalOrder(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := newJavaSet(uint32(rapid.SampledFrom([]int{2, 8, 16}).Draw(t, "initial")))
+		name := rapid.StringMatching(`[a-d]{1,3}`)
+		for i := range rapid.IntRange(1, 200).Draw(t, "steps") {
+			if rapid.IntRange(0, 2).Draw(t, "op") == 0 && s.len() > 0 {
+				members := make([]string, 0, s.len())
+				for m := range s.members {
+					members = append(members, m)
+				}
+				slices.Sort(members)
+				s.remove(rapid.SampledFrom(members).Draw(t, "remove"))
+			} else {
+				s.add(name.Draw(t, "add"))
+			}
+			if rapid.Bool().Draw(t, "look") || i%17 == 0 {
+				got := s.ordered()
+				var want []javaEntry
+				for m, jm := range s.members {
+					want = append(want, javaEntry{m, jm.hash & (s.capacity - 1), jm.seq})
+				}
+				slices.SortFunc(want, compareJavaEntries)
+				if len(got) != len(want) {
+					t.Fatalf("step %d: %d names in order, %d members", i, len(got), len(want))
+				}
+				for k := range want {
+					if got[k] != want[k].name {
+						t.Fatalf("step %d: order %v, want %v", i, got, want)
+					}
+				}
+			}
+		}
+	})
 }
