@@ -101,14 +101,23 @@ func (c *Conn) Close() {
 
 // WaitConnected waits until the client has a live session.
 func (c *Conn) WaitConnected(ctx context.Context) error {
-	s := c.Session()
-	for !s.Connected() {
-		var err error
-		if s, err = c.WaitSession(ctx, s); err != nil {
-			return fmt.Errorf("zkconn: waiting for a session: %w", err)
-		}
+	if _, err := c.WaitUntil(ctx, recipes.Session.Connected); err != nil {
+		return fmt.Errorf("zkconn: waiting for a session: %w", err)
 	}
 	return nil
+}
+
+// WaitUntil waits until the client's session satisfies ok, or ctx is
+// done; it returns the session it saw last.
+func (c *Conn) WaitUntil(ctx context.Context, ok func(recipes.Session) bool) (recipes.Session, error) {
+	s := c.Session()
+	for !ok(s) {
+		var err error
+		if s, err = c.WaitSession(ctx, s); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
 }
 
 // watchSession is the one goroutine that reads zk's event channel. Every

@@ -22,12 +22,9 @@ func waitFor(t *testing.T, c *zkconn.Conn, what string, ok func(recipes.Session)
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s := c.Session()
-	for !ok(s) {
-		var err error
-		if s, err = c.WaitSession(ctx, s); err != nil {
-			t.Fatalf("waiting for %s: %v (session %+v)", what, err, s)
-		}
+	s, err := c.WaitUntil(ctx, ok)
+	if err != nil {
+		t.Fatalf("waiting for %s: %v (session %+v)", what, err, s)
 	}
 	return s
 }

@@ -22,12 +22,9 @@ func awaitSession(t *testing.T, c *zkconn.Conn, what string, ok func(recipes.Ses
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), sessionWaitMax)
 	defer cancel()
-	s := c.Session()
-	for !ok(s) {
-		var err error
-		if s, err = c.WaitSession(ctx, s); err != nil {
-			t.Fatalf("waiting for %s: %v (session %+v)", what, err, s)
-		}
+	s, err := c.WaitUntil(ctx, ok)
+	if err != nil {
+		t.Fatalf("waiting for %s: %v (session %+v)", what, err, s)
 	}
 	return s
 }
