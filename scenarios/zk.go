@@ -453,15 +453,7 @@ func (z *zkRun) inject(f sim.ScheduledFault, when string) {
 	if r.opts.ZKLog != nil {
 		r.opts.ZKLog(note)
 	}
-	if r.opts.Trace || r.opts.Report {
-		e := sim.Event{Kind: "fault", Client: f.Client, Detail: f.Fault.String(), Step: r.step(), Time: at}
-		if r.opts.Trace {
-			r.obs.text.WriteString(e.Text() + "\n")
-		}
-		if r.opts.Report {
-			r.obs.events = append(r.obs.events, e)
-		}
-	}
+	z.eventLocked(sim.Event{Kind: "fault", Client: f.Client, Detail: f.Fault.String(), Time: at})
 }
 
 // strike injects the faults anchored at client's operation n, on the
@@ -495,7 +487,18 @@ func (z *zkRun) event(e sim.Event) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e.Step, e.Time = r.step(), r.now()
+	e.Time = r.now()
+	z.eventLocked(e)
+}
+
+// eventLocked notes e, stamped with the next step, its time set; the
+// caller holds r.mu.
+func (z *zkRun) eventLocked(e sim.Event) {
+	r := z.r
+	if !r.opts.Trace && !r.opts.Report {
+		return
+	}
+	e.Step = r.step()
 	if r.opts.Trace {
 		r.obs.text.WriteString(e.Text())
 		r.obs.text.WriteByte('\n')

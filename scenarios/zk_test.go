@@ -22,7 +22,7 @@ func runOnZK(t *testing.T, text string) *scenarios.Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := scenarios.Run(sc, scenarios.RunOptions{ZK: []string{srv.Addr}})
+	res, err := scenarios.Run(sc, scenarios.RunOptions{ZK: []string{srv.Addr}, Trace: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +72,9 @@ expect dead-watches pass
 expect zk-linearizable n/a
 `)
 			noteWith(t, res, "fault at=100ms pause c1 for=8s: injected at")
+			if !strings.Contains(res.Trace, " c1 fault pause c1 for=8s") || !strings.Contains(res.Trace, "state=StateExpired") {
+				t.Errorf("the trace shows no pause of c1 or no expiry:\n%s", res.Trace)
+			}
 		})
 	}
 }
