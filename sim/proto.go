@@ -16,6 +16,8 @@ const (
 	OpExists       OpCode = 3
 	OpGetData      OpCode = 4
 	OpSetData      OpCode = 5
+	OpGetACL       OpCode = 6
+	OpSetACL       OpCode = 7
 	OpSync         OpCode = 9
 	OpPing         OpCode = 11
 	OpGetChildren  OpCode = 12 // getChildren2: children with the parent's Stat
@@ -23,7 +25,9 @@ const (
 	OpMulti        OpCode = 14
 	OpCreateCont   OpCode = 19
 	OpCreateTTL    OpCode = 21
+	OpAuth         OpCode = 100 // the auth packet: AuthScheme and AuthData; the Java client sends it with xid -4
 	OpSetWatches   OpCode = 101
+	OpWhoAmI       OpCode = 107
 	OpCloseSession OpCode = -11
 )
 
@@ -32,6 +36,7 @@ var opNames = map[OpCode]string{
 	OpSetData: "setData", OpSync: "sync", OpPing: "ping", OpGetChildren: "getChildren",
 	OpCheck: "check", OpMulti: "multi", OpCreateCont: "createContainer", OpCreateTTL: "createTTL",
 	OpSetWatches: "setWatches", OpCloseSession: "closeSession",
+	OpGetACL: "getACL", OpSetACL: "setACL", OpAuth: "auth", OpWhoAmI: "whoAmI",
 }
 
 func (op OpCode) String() string {
@@ -62,13 +67,17 @@ type Request struct {
 	TTLMs   int64
 	Version int32
 	Watch   bool
-	ACL     []zk.ACL  // carried for the packet size only: the simulator grants every permission
+	ACL     []zk.ACL  // create and setACL (whose Version is the expected aversion)
 	Ops     []Request // multi: create, delete, setData and check requests
 	// setWatches
 	RelativeZxid int64
 	DataWatches  []string
 	ExistWatches []string
 	ChildWatches []string
+	// auth (AuthPacket): the scheme and its credentials, e.g. "digest"
+	// and "user:password"
+	AuthScheme string
+	AuthData   []byte
 }
 
 // Response is the server's reply to one request.
@@ -81,6 +90,16 @@ type Response struct {
 	Data     []byte
 	Children []string
 	Multi    []MultiResult
+	ACL      []zk.ACL     // getACL: the node's ACL, with its Stat
+	Clients  []ClientInfo // whoAmI: the identities of the connection
+}
+
+// ClientInfo is one identity a connection has authenticated as, as
+// whoAmI reports it (ClientInfo in zookeeper.jute): the scheme and the id,
+// e.g. "ip" and "127.0.0.1", or "digest" and "alice".
+type ClientInfo struct {
+	AuthScheme string
+	User       string
 }
 
 // ConnectRequest opens a session (SessionID 0) or resumes one.

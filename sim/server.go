@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -149,6 +150,9 @@ type Server struct {
 	acls          *aclTable
 	expiringNodes int  // containers and TTL nodes, which the ContainerManager sweeps
 	checkEvery    bool // check the whole tree after every transaction, not only what it touched
+
+	// auth holds each live connection's identities (ServerCnxn.authInfo).
+	auth map[ConnID]*connAuth
 }
 
 // NewServer returns a server with ZooKeeper's initial tree: "/", and
@@ -214,12 +218,19 @@ func (s *Server) send(o Output) { s.outputs = append(s.outputs, o) }
 
 func (s *Server) wallMs(nowMs int64) int64 { return s.cfg.EpochMs + nowMs }
 
-// Open registers a new client connection (the TCP accept).
-func (s *Server) Open(conn ConnID) {
+// Open registers a new client connection (the TCP accept) from
+// DefaultClientAddr.
+func (s *Server) Open(conn ConnID) { s.OpenFrom(conn, DefaultClientAddr) }
+
+// OpenFrom registers a new client connection from the peer address addr:
+// the connection starts out authenticated as ip:addr, as NIOServerCnxn's
+// constructor adds that id, and the ip scheme matches against it.
+func (s *Server) OpenFrom(conn ConnID, addr netip.Addr) {
 	if _, ok := s.conns[conn]; ok {
 		panic(fmt.Sprintf("sim: connection %d opened twice", conn))
 	}
 	s.conns[conn] = 0
+	s.openAuth(conn, addr)
 }
 
 // Connect handles a ConnectRequest on an open connection: it creates a
@@ -303,6 +314,7 @@ func (s *Server) dropConn(conn ConnID) {
 		}
 	}
 	delete(s.conns, conn)
+	delete(s.auth, conn)
 	removeWatcher(s.dataWatches, conn)
 	removeWatcher(s.childWatches, conn)
 }
