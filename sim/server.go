@@ -236,10 +236,21 @@ func (s *Server) OpenFrom(conn ConnID, addr netip.Addr) {
 // Connect handles a ConnectRequest on an open connection: it creates a
 // session, or reattaches the one asked for if it is still alive; an expired
 // or unknown session is answered with session id 0 and the connection is
-// closed (ZooKeeperServer.finishSessionInit).
+// closed (ZooKeeperServer.finishSessionInit). A client whose last seen zxid
+// is ahead of the server's is refused: its connection is closed unanswered.
 func (s *Server) Connect(nowMs int64, conn ConnID, req ConnectRequest) {
 	if _, ok := s.conns[conn]; !ok {
 		panic(fmt.Sprintf("sim: connect on unknown connection %d", conn))
+	}
+	if req.LastZxidSeen > s.lastZxid {
+		// A client that has seen a later zxid than this server has applied
+		// must not get a session here: the server closes the connection
+		// without an answer (ZooKeeperServer.processConnectRequest,
+		// "Refusing session request for client ... as it has seen zxid",
+		// DisconnectReason.CLIENT_ZXID_AHEAD).
+		s.dropConn(conn)
+		s.send(Output{Conn: conn, Kind: OutClose})
+		return
 	}
 	timeout := min(max(int64(req.TimeoutMs), s.cfg.MinSessionTimeoutMs), s.cfg.MaxSessionTimeoutMs)
 	if req.SessionID == 0 {
