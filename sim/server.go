@@ -527,6 +527,10 @@ func (s *Server) Receive(nowMs int64, conn ConnID, req Request) {
 		return
 	}
 	s.touch(nowMs, sess)
+	if req.Malformed {
+		s.marshallingError(conn, req)
+		return
+	}
 	switch req.Op {
 	case OpPing:
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid})
