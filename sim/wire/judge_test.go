@@ -23,9 +23,9 @@ func TestMain(m *testing.M) { os.Exit(zktest.Main(m)) }
 // A raw client speaks the protocol frame by frame, to see exactly what a
 // server answers to what no client library would send.
 type rawClient struct {
-	t   *testing.T
-	nc  net.Conn
-	r   *bufio.Reader
+	t    *testing.T
+	nc   net.Conn
+	r    *bufio.Reader
 	ops  map[int32]sim.OpCode // xid -> the type of the request sent with it
 	out  []string             // the transcript
 	base int64                // the first reply's zxid: later ones are shown relative to it
