@@ -23,6 +23,7 @@ const (
 	CodeNotEmpty               Code = -111
 	CodeSessionExpired         Code = -112
 	CodeInvalidACL             Code = -114
+	CodeAuthFailed             Code = -115
 )
 
 var codeNames = map[Code]string{
@@ -30,7 +31,7 @@ var codeNames = map[Code]string{
 	CodeBadArguments: "BADARGUMENTS", CodeNoNode: "NONODE", CodeBadVersion: "BADVERSION",
 	CodeNoChildrenForEphemeral: "NOCHILDRENFOREPHEMERALS", CodeNodeExists: "NODEEXISTS",
 	CodeNotEmpty: "NOTEMPTY", CodeSessionExpired: "SESSIONEXPIRED", CodeNoAuth: "NOAUTH",
-	CodeInvalidACL: "INVALIDACL",
+	CodeInvalidACL: "INVALIDACL", CodeAuthFailed: "AUTHFAILED",
 }
 
 func (c Code) String() string {
@@ -66,6 +67,8 @@ func (c Code) Error() error {
 		return zk.ErrNoAuth
 	case CodeInvalidACL:
 		return zk.ErrInvalidACL
+	case CodeAuthFailed:
+		return zk.ErrAuthFailed
 	}
 	return fmt.Errorf("unknown error: %v", zk.ErrCode(c))
 }
