@@ -66,8 +66,8 @@ func TestFixupACLValidity(t *testing.T) {
 		{zk.ACL{Perms: 0, Scheme: "world", ID: "anyone"}, CodeOK},  // no permission is a valid ACL
 		{zk.ACL{Perms: -1, Scheme: "world", ID: "anyone"}, CodeOK}, // nor are perms checked
 		{zk.ACL{Perms: zk.PermAll, Scheme: "world", ID: "x"}, CodeInvalidACL},
-		{zk.ACL{Perms: zk.PermAll, Scheme: "foo", ID: "x"}, CodeInvalidACL},   // unknown scheme
-		{zk.ACL{Perms: zk.PermAll, Scheme: "super", ID: ""}, CodeInvalidACL},  // super has no provider
+		{zk.ACL{Perms: zk.PermAll, Scheme: "foo", ID: "x"}, CodeInvalidACL},    // unknown scheme
+		{zk.ACL{Perms: zk.PermAll, Scheme: "super", ID: ""}, CodeInvalidACL},   // super has no provider
 		{zk.ACL{Perms: zk.PermAll, Scheme: "digest", ID: "a"}, CodeInvalidACL}, // no colon
 		{zk.ACL{Perms: zk.PermAll, Scheme: "digest", ID: "a:"}, CodeInvalidACL},
 		{zk.ACL{Perms: zk.PermAll, Scheme: "digest", ID: ":b"}, CodeOK},
