@@ -95,7 +95,7 @@ func (op OpCode) String() string {
 // linearizable.
 func (op OpCode) isWrite() bool {
 	switch op {
-	case OpCreate, OpDelete, OpSetData, OpCheck, OpMulti, OpCreateCont, OpCreateTTL, OpCloseSession, OpSetACL:
+	case OpCreate, OpCreate2, OpDelete, OpSetData, OpCheck, OpMulti, OpCreateCont, OpCreateTTL, OpCloseSession, OpSetACL:
 		return true
 	}
 	return false

@@ -142,8 +142,8 @@ type Server struct {
 	lastZxid      int64
 	sessions      map[int64]*serverSession
 	conns         map[ConnID]int64 // live connections and their sessions (0 before connect)
-	dataWatches   map[string][]ConnID
-	childWatches  map[string][]ConnID
+	dataWatches   *watchTable
+	childWatches  *watchTable
 	nextSessionID int64
 	nextContainer int64   // when the ContainerManager runs next
 	closingQueue  []int64 // expired sessions whose closeSession has not been applied yet
@@ -171,8 +171,8 @@ func NewServer(cfg ServerConfig) *Server {
 		nodes:        make(map[string]*znode),
 		sessions:     make(map[int64]*serverSession),
 		conns:        make(map[ConnID]int64),
-		dataWatches:  make(map[string][]ConnID),
-		childWatches: make(map[string][]ConnID),
+		dataWatches:  newWatchTable(),
+		childWatches: newWatchTable(),
 	}
 	// SessionTrackerImpl.initializeNextSessionId, from the virtual wall
 	// clock; a standalone server has id 1, the top byte of every session id
@@ -335,19 +335,6 @@ func (s *Server) dropConn(conn ConnID) {
 	delete(s.auth, conn)
 	removeWatcher(s.dataWatches, conn)
 	removeWatcher(s.childWatches, conn)
-}
-
-func removeWatcher(table map[string][]ConnID, conn ConnID) {
-	for path, conns := range table {
-		if i := slices.Index(conns, conn); i >= 0 {
-			conns = slices.Delete(conns, i, i+1)
-			if len(conns) == 0 {
-				delete(table, path)
-			} else {
-				table[path] = conns
-			}
-		}
-	}
 }
 
 // NextDeadlineMs is the earliest virtual time at which Tick has work: a
@@ -562,7 +549,7 @@ func (s *Server) Receive(nowMs int64, conn ConnID, req Request) {
 		s.getACL(conn, req)
 	case OpWhoAmI:
 		s.whoAmI(conn, req)
-	case OpCreate, OpCreateCont, OpCreateTTL, OpDelete, OpSetData, OpCheck, OpSetACL:
+	case OpCreate, OpCreate2, OpCreateCont, OpCreateTTL, OpDelete, OpSetData, OpCheck, OpSetACL:
 		t := s.begin()
 		resp := s.writeOne(nowMs, sess, req, t)
 		s.commit(t)
@@ -575,7 +562,7 @@ func (s *Server) Receive(nowMs int64, conn ConnID, req Request) {
 		resp.Xid, resp.Zxid = req.Xid, t.zxid
 		s.reply(conn, resp)
 	default:
-		panic(fmt.Sprintf("sim: server received unknown op %v", req.Op))
+		s.receiveMore(nowMs, conn, sess, req)
 	}
 }
 
@@ -635,13 +622,6 @@ func (s *Server) getChildren(conn ConnID, req Request) {
 	s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Stat: n.stat(), Children: children})
 }
 
-func addWatcher(table map[string][]ConnID, path string, conn ConnID) {
-	conns := table[path]
-	if !slices.Contains(conns, conn) {
-		table[path] = append(conns, conn)
-	}
-}
-
 // setWatches re-registers a reconnected client's watches, firing at once
 // those whose trigger it missed since relativeZxid (DataTree.setWatches).
 // An exist watch on a node that was created and deleted while the client
@@ -682,26 +662,6 @@ func (s *Server) setWatches(conn ConnID, req Request) {
 
 func (s *Server) event(conn ConnID, typ zk.EventType, path string) {
 	s.send(Output{Conn: conn, Kind: OutEvent, Event: zk.Event{Type: typ, State: zk.StateSyncConnected, Path: path}})
-}
-
-// trigger fires the one-shot watches of a table on path. A connection that
-// already got this event from another table (skip) gets it once only, as
-// WatchManager.triggerWatch's supress set ensures; one without READ on the
-// node's ACL (acl) does not get it, though its watch is gone too
-// (eventVisible).
-func (s *Server) trigger(table map[string][]ConnID, path string, typ zk.EventType, acl aclID, skip []ConnID) []ConnID {
-	conns := table[path]
-	if len(conns) == 0 {
-		return nil
-	}
-	delete(table, path)
-	slices.Sort(conns)
-	for _, c := range conns {
-		if !slices.Contains(skip, c) && s.eventVisible(c, acl) {
-			s.event(c, typ, path)
-		}
-	}
-	return conns
 }
 
 // --- writes ---
@@ -808,7 +768,7 @@ type write struct {
 // that when several errors apply the same one is reported.
 func (s *Server) validate(sess *serverSession, req Request, o *overlay) (write, Code) {
 	switch req.Op {
-	case OpCreate, OpCreateCont, OpCreateTTL:
+	case OpCreate, OpCreate2, OpCreateCont, OpCreateTTL:
 		return s.validateCreate(sess, req, o)
 	case OpDelete:
 		// A delete's path is not validated beyond a slash and no NUL: a
@@ -961,7 +921,7 @@ func parentForWrite(path string) (string, bool) {
 func (s *Server) apply(nowMs int64, sess *serverSession, w write, t *txn) Response {
 	s.assertWritePermitted(w)
 	switch w.req.Op {
-	case OpCreate, OpCreateCont, OpCreateTTL:
+	case OpCreate, OpCreate2, OpCreateCont, OpCreateTTL:
 		return s.createNode(nowMs, sess, w, t)
 	case OpDelete:
 		s.deleteNode(t, w.path)
@@ -1011,6 +971,7 @@ func (s *Server) multi(nowMs int64, sess *serverSession, req Request, t *txn) Re
 		if op.Op == OpMulti || !op.Op.isWrite() || op.Op == OpCloseSession || op.Op == OpSetACL {
 			panic(fmt.Sprintf("sim: %v inside a multi", op.Op))
 		}
+		op = multiCreateOp(op)
 		w, code := s.validate(sess, op, &o)
 		if code != CodeOK {
 			for j := range results {
@@ -1029,7 +990,7 @@ func (s *Server) multi(nowMs int64, sess *serverSession, req Request, t *txn) Re
 	}
 	for i, w := range writes {
 		resp := s.apply(nowMs, sess, w, t)
-		results[i] = MultiResult{Op: w.req.Op, Path: resp.Path, Stat: resp.Stat}
+		results[i] = MultiResult{Op: multiResultOp(w.req.Op), Path: resp.Path, Stat: resp.Stat}
 	}
 	return Response{Multi: results}
 }

@@ -205,6 +205,11 @@ var probes = []probe{
 	{"unknown opcode", func(c *rawClient, root string) {
 		newSession(c)
 		c.request(sim.Request{Xid: 1, Op: sim.OpExists, Path: root})
+		// ZooKeeper answers an unknown opcode out of band
+		// (UnimplementedRequestProcessor, bypassing the pipeline) and
+		// closes: a request still in the pipeline is dropped unanswered.
+		// The probe waits for the exists reply first.
+		c.replies()
 		c.request(sim.Request{Xid: 2, Op: 999})
 		c.replies()
 		c.request(sim.Request{Xid: 2, Op: sim.OpExists, Path: root})
