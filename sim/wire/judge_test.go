@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -120,12 +121,31 @@ func (c *rawClient) replies() {
 		if err != nil {
 			line += " decode: " + err.Error()
 		}
+		if r.Path != "" {
+			line += fmt.Sprintf(" path=%q", r.Path)
+		}
+		if r.Children != nil {
+			kids := slices.Sorted(slices.Values(r.Children))
+			line += fmt.Sprintf(" children=%q", kids)
+		}
+		if r.Ephemerals != nil {
+			line += fmt.Sprintf(" ephemerals=%q", slices.Sorted(slices.Values(r.Ephemerals)))
+		}
+		if op == sim.OpGetAllChildrenNum {
+			line += fmt.Sprintf(" total=%d", r.TotalNumber)
+		}
+		if r.Clients != nil {
+			line += fmt.Sprintf(" clients=%v", r.Clients)
+		}
+		if r.ACL != nil {
+			line += fmt.Sprintf(" acl=%v", r.ACL)
+		}
 		for _, m := range r.Multi {
 			typ := m.Op.String()
 			if m.Op == 0 {
 				typ = "error"
 			}
-			line += fmt.Sprintf(" [%s %v %q]", typ, m.Err, m.Path)
+			line += fmt.Sprintf(" [%s %v %q data=%q children=%q]", typ, m.Err, m.Path, m.Data, m.Children)
 		}
 		c.out = append(c.out, line)
 	}
@@ -283,6 +303,71 @@ var probes = []probe{
 		c.request(sim.Request{Xid: 3, Op: sim.OpCreate2, Path: root + "/c2", ACL: openACL})
 		c.request(sim.Request{Xid: 4, Op: sim.OpDelete, Path: root + "/c2", Version: -1})
 		c.request(sim.Request{Xid: 5, Op: sim.OpGetChildrenNoStat, Path: root})
+		c.replies()
+	}},
+	{"3.5+ reads", func(c *rawClient, root string) {
+		newSession(c)
+		c.request(sim.Request{Xid: 1, Op: sim.OpCreate2, Path: root + "/e", Mode: zk.FlagEphemeral, ACL: openACL})
+		c.request(sim.Request{Xid: 2, Op: sim.OpCreate, Path: root + "/p", Data: []byte("d"), ACL: openACL})
+		c.request(sim.Request{Xid: 3, Op: sim.OpCreate, Path: root + "/p/q", ACL: openACL})
+		c.request(sim.Request{Xid: 4, Op: sim.OpGetEphemerals, Path: root})
+		c.request(sim.Request{Xid: 5, Op: sim.OpGetAllChildrenNum, Path: root})
+		c.request(sim.Request{Xid: 6, Op: sim.OpGetAllChildrenNum, Path: root + "/missing"})
+		c.request(sim.Request{Xid: 7, Op: sim.OpMultiRead, Ops: []sim.Request{
+			{Op: sim.OpGetData, Path: root + "/p"},
+			{Op: sim.OpGetChildrenNoStat, Path: root + "/p"},
+			{Op: sim.OpGetData, Path: root + "/missing"},
+		}})
+		c.request(sim.Request{Xid: 8, Op: sim.OpWhoAmI})
+		c.request(sim.Request{Xid: 9, Op: sim.OpGetACL, Path: root + "/p"})
+		c.request(sim.Request{Xid: 10, Op: sim.OpSetACL, Path: root + "/p", ACL: zk.WorldACL(zk.PermRead | zk.PermWrite | zk.PermDelete | zk.PermAdmin), Version: 0})
+		// A create pipelined right behind the setACL is checked against the
+		// old ACL on ZooKeeper (PrepRequestProcessor's ChangeRecord for a
+		// setACL is a duplicate that keeps the old acl until the txn is
+		// applied); the simulator applies one request at a time. The probe
+		// waits for the setACL's reply.
+		c.replies()
+		c.request(sim.Request{Xid: 11, Op: sim.OpCreate, Path: root + "/p/no", ACL: openACL})
+		c.request(sim.Request{Xid: 12, Op: sim.OpGetData, Path: "/zookeeper/config"})
+		c.request(sim.Request{Xid: 13, Op: sim.OpSync, Path: root})
+		c.request(sim.Request{Xid: 14, Op: sim.OpCreateTTL, Path: root + "/ttl", ACL: openACL, Mode: zk.FlagTTL, TTLMs: 1000})
+		c.request(sim.Request{Xid: 15, Op: sim.OpCreateCont, Path: root + "/cont", ACL: openACL, Mode: zk.FlagContainer})
+		c.request(sim.Request{Xid: 16, Op: sim.OpReconfig, JoiningServers: "server.2=127.0.0.1:2888:3888;2182", CurConfigID: -1})
+		c.replies()
+	}},
+	{"persistent and recursive watches", func(c *rawClient, root string) {
+		newSession(c)
+		c.request(sim.Request{Xid: 1, Op: sim.OpAddWatch, Path: root, AddWatchMode: sim.AddWatchPersistentRecursive})
+		c.request(sim.Request{Xid: 2, Op: sim.OpAddWatch, Path: root + "/a", AddWatchMode: sim.AddWatchPersistent})
+		c.request(sim.Request{Xid: 3, Op: sim.OpCreate, Path: root + "/a", ACL: openACL})
+		c.request(sim.Request{Xid: 4, Op: sim.OpCreate, Path: root + "/a/b", ACL: openACL})
+		c.request(sim.Request{Xid: 5, Op: sim.OpSetData, Path: root + "/a/b", Version: -1})
+		c.request(sim.Request{Xid: 6, Op: sim.OpCheckWatches, Path: root + "/a", WatcherType: sim.WatcherAny})
+		c.request(sim.Request{Xid: 7, Op: sim.OpCheckWatches, Path: root + "/none", WatcherType: sim.WatcherData})
+		c.request(sim.Request{Xid: 8, Op: sim.OpRemoveWatches, Path: root + "/a", WatcherType: sim.WatcherAny})
+		c.request(sim.Request{Xid: 9, Op: sim.OpDelete, Path: root + "/a/b", Version: -1})
+		c.replies()
+	}},
+	{"setWatches2 pipelined behind the handshake", func(c *rawClient, root string) {
+		var b []byte
+		b = wire.AppendConnectRequest(b, wire.ConnectRequest{ConnectRequest: sim.ConnectRequest{TimeoutMs: 10000}, HasReadOnly: true})
+		b = wire.AppendRequest(b, sim.Request{Xid: wire.XidSetWatches, Op: sim.OpSetWatches2, RelativeZxid: 1,
+			DataWatches: []string{root}, PersistentRecursiveWatches: []string{root}, PersistentWatches: []string{root + "/x"}})
+		b = wire.AppendRequest(b, sim.Request{Xid: 1, Op: sim.OpCreate, Path: root + "/x", ACL: openACL})
+		c.ops[wire.XidSetWatches], c.ops[1] = sim.OpSetWatches2, sim.OpCreate
+		c.send(b)
+		if body, ok := c.frame(); ok {
+			_, ro, err := wire.DecodeConnectResponse(body)
+			c.out = append(c.out, fmt.Sprintf("connect response readOnlyByte=%v err=%v", ro, err))
+		}
+		c.replies()
+	}},
+	{"auth", func(c *rawClient, root string) {
+		newSession(c)
+		c.request(sim.Request{Xid: wire.XidAuth, Op: sim.OpAuth, AuthScheme: "digest", AuthData: []byte("alice:secret")})
+		c.request(sim.Request{Xid: 1, Op: sim.OpWhoAmI})
+		c.replies()
+		c.request(sim.Request{Xid: wire.XidAuth, Op: sim.OpAuth, AuthScheme: "nosuchscheme", AuthData: []byte("x")})
 		c.replies()
 	}},
 }
