@@ -517,6 +517,10 @@ func (s *Server) Receive(nowMs int64, conn ConnID, req Request) {
 		s.authenticate(conn, req)
 		return
 	}
+	if req.Op == OpSASL {
+		s.sasl(conn, req)
+		return
+	}
 	s.caller = conn
 	sess := s.sessions[id]
 	if sess == nil || sess.closing {

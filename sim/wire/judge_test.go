@@ -137,6 +137,9 @@ func (c *rawClient) replies() {
 		if r.Clients != nil {
 			line += fmt.Sprintf(" clients=%v", r.Clients)
 		}
+		if op == sim.OpSASL {
+			line += fmt.Sprintf(" token=%q null=%v", r.Data, r.Data == nil)
+		}
 		if r.ACL != nil {
 			line += fmt.Sprintf(" acl=%v", r.ACL)
 		}
@@ -360,6 +363,15 @@ var probes = []probe{
 			_, ro, err := wire.DecodeConnectResponse(body)
 			c.out = append(c.out, fmt.Sprintf("connect response readOnlyByte=%v err=%v", ro, err))
 		}
+		c.replies()
+	}},
+	{"sasl on a server without SASL", func(c *rawClient, root string) {
+		newSession(c)
+		c.request(sim.Request{Xid: 1, Op: sim.OpExists, Path: root})
+		c.replies()
+		c.request(sim.Request{Xid: 2, Op: sim.OpSASL, Data: []byte("token")})
+		c.replies()
+		c.request(sim.Request{Xid: 3, Op: sim.OpExists, Path: root})
 		c.replies()
 	}},
 	{"auth", func(c *rawClient, root string) {
