@@ -121,7 +121,12 @@ func setDataMax(rel string) int    { return 0xfffff - 20 - rootLen - len(rel) }
 // buffer.
 func TestOversizedData(t *testing.T) {
 	srv := zktest.Shared(t)
-	seq := Sequence{Clients: 1, Ops: []Op{
+	check(t, srv.Addr, oversizedSeq(), nil)
+}
+
+// oversizedSeq is TestOversizedData's sequence.
+func oversizedSeq() Sequence {
+	return Sequence{Clients: 1, Ops: []Op{
 		{Kind: Create, Path: rel("/big"), Data: Data{Len: createDataMax("/big")}},
 		{Kind: Exists, Path: rel("/big")},
 		{Kind: Create, Path: rel("/big2"), Data: Data{Len: createDataMax("/big2") + 1}},
@@ -140,5 +145,4 @@ func TestOversizedData(t *testing.T) {
 		{Kind: Exists, Path: rel("/m")},
 		{Kind: Delete, Path: rel("/big"), Version: -1},
 	}}
-	check(t, srv.Addr, seq, nil)
 }

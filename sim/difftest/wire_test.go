@@ -223,3 +223,9 @@ func TestFaultsThroughWire(t *testing.T) {
 		})
 	}
 }
+
+// TestOversizedDataThroughWire: creates and sets at the jute.maxbuffer
+// limits, the wire.Server's frame limit against a real ZooKeeper's.
+func TestOversizedDataThroughWire(t *testing.T) {
+	checkWire(t, zktest.Shared(t).Addr, sharedWire(t), oversizedSeq(), nil)
+}
