@@ -25,6 +25,7 @@ func TestMain(m *testing.M) { os.Exit(zktest.Main(m)) }
 // server answers to what no client library would send.
 type rawClient struct {
 	t    *testing.T
+	addr string
 	nc   net.Conn
 	r    *bufio.Reader
 	ops  map[int32]sim.OpCode // xid -> the type of the request sent with it
@@ -59,7 +60,7 @@ func dialRaw(t *testing.T, addr string) *rawClient {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { nc.Close() })
-	return &rawClient{t: t, nc: nc, r: bufio.NewReader(nc), ops: make(map[int32]sim.OpCode)}
+	return &rawClient{t: t, addr: addr, nc: nc, r: bufio.NewReader(nc), ops: make(map[int32]sim.OpCode)}
 }
 
 func (c *rawClient) send(frame []byte) {
@@ -221,6 +222,30 @@ var probes = []probe{
 	{"timeout negotiation", func(c *rawClient, root string) {
 		c.connect(wire.ConnectRequest{ConnectRequest: sim.ConnectRequest{TimeoutMs: 1}})
 		c.request(sim.Request{Xid: 1, Op: sim.OpCloseSession})
+		c.replies()
+	}},
+	{"reattach from a new connection", func(c *rawClient, root string) {
+		newSession(c)
+		c.request(sim.Request{Xid: 1, Op: sim.OpExists, Path: root, Watch: true})
+		c.replies()
+		d := dialRaw(c.t, c.addr)
+		d.connect(wire.ConnectRequest{ConnectRequest: sim.ConnectRequest{TimeoutMs: 20000, SessionID: c.session, Passwd: c.passwd}, HasReadOnly: true})
+		c.out = append(c.out, "second connection: "+strings.Join(d.out, "; "))
+		c.replies() // the first connection is closed
+		d.request(sim.Request{Xid: 2, Op: sim.OpCreate, Path: root + "/x", ACL: openACL})
+		d.replies()
+		c.out = append(c.out, "second connection: "+strings.Join(d.out[1:], "; "))
+		c.session, c.passwd = d.session, d.passwd
+	}},
+	{"wrong password", func(c *rawClient, root string) {
+		newSession(c)
+		d := dialRaw(c.t, c.addr)
+		wrong := append([]byte(nil), c.passwd...)
+		wrong[0] ^= 1
+		d.connect(wire.ConnectRequest{ConnectRequest: sim.ConnectRequest{TimeoutMs: 10000, SessionID: c.session, Passwd: wrong}})
+		d.replies()
+		c.out = append(c.out, "second connection: "+strings.Join(d.out, "; "))
+		c.request(sim.Request{Xid: 1, Op: sim.OpExists, Path: root})
 		c.replies()
 	}},
 	{"unknown session", func(c *rawClient, root string) {
