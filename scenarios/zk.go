@@ -123,6 +123,9 @@ func runOnZK(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) (*Re
 			return nil, fmt.Errorf("scenario: fault %s: a real server's restart is not in zklab's hands; run it on the simulator", formatFault(f))
 		}
 	}
+	if !sc.Access.empty() {
+		return nil, fmt.Errorf("scenario: credentials, addresses and lock-acl run on the simulator only for now")
+	}
 	anchors, notes := anchorFaults(sc, o, ctor, lockKind)
 	r := &runner{sc: sc, opts: o, ctor: ctor, lockKind: lockKind}
 	r.obs = newObserver(false, sc.Clients)
