@@ -38,6 +38,18 @@ func credGen(t *rapid.T) Cred {
 		w(super, CredSuper), w(1, CredIP), w(1, CredUnknown), w(1, CredWorld))
 }
 
+// aclPathGen draws paths from a small tree, so that most operations meet
+// a node and its ACL; now and then a sequential, bad or shared path.
+func aclPathGen() *rapid.Generator[Path] {
+	return rapid.Custom(func(t *rapid.T) Path {
+		switch weighted(t, "pathKind", w(20, "node"), w(1, "other")) {
+		case "other":
+			return pathGen().Draw(t, "other")
+		}
+		return Path{Rel: weighted(t, "node", w(6, "/a"), w(4, "/b"), w(4, "/a/b"), w(1, "/a/b/c"))}
+	})
+}
+
 // aclOpGen draws the operations of an access-control sequence: creates
 // with every kind of ACL, credentials, getACL and setACL, and the reads,
 // writes, watches and multis whose permissions they decide.
@@ -48,7 +60,7 @@ func aclOpGen(clients int) *rapid.Generator[Op] {
 			w(10, Create), w(4, AddAuth), w(5, SetACL), w(3, GetACL), w(4, Delete), w(2, Exists), w(3, ExistsW),
 			w(2, Get), w(3, GetW), w(3, Set), w(1, Children), w(3, ChildrenW), w(3, Multi), w(1, Sync), w(1, Close))
 		if op.Kind != Multi && op.Kind != AddAuth && op.Kind != Close {
-			op.Path = pathGen().Draw(t, "path")
+			op.Path = aclPathGen().Draw(t, "path")
 		}
 		switch op.Kind {
 		case Create:
