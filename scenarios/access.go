@@ -10,11 +10,14 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zklab/zklab/recipes"
 	"github.com/zklab/zklab/sim"
 )
 
 // Access is who the clients of a scenario are to ZooKeeper's access
-// control, and the ACL of the lock's directory. In a scenario file:
+// control, and the ACL of the lock's directory (addresses on the simulator
+// only: on a real server every client comes through a local proxy). In a
+// scenario file:
 //
 //	credentials c1=digest:alice:pw c3=digest:bob:pw
 //	addresses c2=10.0.0.7
@@ -290,17 +293,47 @@ func (r *runner) setupAccess() error {
 	return errors.Join(errs...)
 }
 
+// setupAccessZK is setupAccess on a real server: each client adds its
+// credentials, then the lock's owner creates the lock's directory. The
+// clients connect through proxies on this machine, so the server sees
+// them all at one address: addresses are refused.
+func (z *zkRun) setupAccessZK(ctx context.Context) error {
+	r := z.r
+	a := r.sc.Access
+	if len(a.Addresses) > 0 {
+		return fmt.Errorf("scenario: addresses run on the simulator only: a real server sees every client of a run at the proxies' address")
+	}
+	for _, cr := range a.Credentials {
+		if err := z.conns[cr.Client-1].ZK().AddAuth(cr.Scheme, []byte(cr.Auth)); err != nil {
+			return fmt.Errorf("access setup: c%d: AddAuth %s: %w", cr.Client, cr.Scheme, err)
+		}
+	}
+	if len(a.LockACL) == 0 {
+		return nil
+	}
+	owner := a.lockOwner()
+	if err := r.createLockDir(ctx, z.conns[owner-1]); err != nil {
+		return fmt.Errorf("access setup: c%d: creating %s with ACL %v: %w", owner, r.lockPath, a.LockACL, err)
+	}
+	return nil
+}
+
 // createLockDir creates the lock's parents (open) and the lock's
 // directory with the scenario's ACL; the lock's owner must already hold
-// the credentials an auth entry stands for.
-func (r *runner) createLockDir(ctx context.Context, c *sim.Client) error {
+// the credentials an auth entry stands for. On a real server the parents
+// start below the run's own tree.
+func (r *runner) createLockDir(ctx context.Context, c recipes.Conn) error {
 	var acl []zk.ACL
 	for _, e := range r.sc.Access.LockACL {
 		acl = append(acl, e.acl())
 	}
-	parts := strings.Split(strings.TrimPrefix(r.lockPath, "/"), "/")
+	base := ""
+	if r.real != nil {
+		base = r.real.root
+	}
+	parts := strings.Split(strings.TrimPrefix(strings.TrimPrefix(r.lockPath, base), "/"), "/")
 	for i := range parts {
-		p := "/" + strings.Join(parts[:i+1], "/")
+		p := base + "/" + strings.Join(parts[:i+1], "/")
 		nodeACL := zk.WorldACL(zk.PermAll)
 		if i == len(parts)-1 {
 			nodeACL = acl

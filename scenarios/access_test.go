@@ -72,3 +72,15 @@ func TestAccessRefusedByTheServer(t *testing.T) {
 		}
 	}
 }
+
+// On a real server every client comes through a local proxy: addresses
+// are refused before anything runs.
+func TestAccessAddressesRefusedOnZK(t *testing.T) {
+	sc, err := Parse("t.scenario", "recipe fair-lock\nclients 2\naddresses c2=10.0.0.7\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(sc, RunOptions{ZK: []string{"127.0.0.1:1"}}); err == nil || !strings.Contains(err.Error(), "addresses run on the simulator only") {
+		t.Fatalf("addresses on a real server: %v", err)
+	}
+}
