@@ -68,7 +68,7 @@ func (c *Client) doWatch(ctx context.Context, req Request, onReply func(error), 
 	p.req, p.onReply = req, onReply
 	p.watchOK, p.watchNoNode = onOK, onNoNode
 	p.req.Xid = c.nextXid()
-	if c.authed {
+	if c.authed && !c.resending {
 		c.transmit(p)
 	} else {
 		c.unsent = append(c.unsent, p)
