@@ -476,7 +476,7 @@ func (s *Server) Receive(nowMs int64, conn ConnID, req Request) {
 	if !ok {
 		panic(fmt.Sprintf("sim: request on closed connection %d", conn))
 	}
-	if packetLen(req) > s.cfg.MaxPacketBytes {
+	if packetLen(req) > s.cfg.MaxPacketBytes || crashesServer(req) {
 		// NIOServerCnxn reads the length first and closes the connection
 		// on a "Len error": the request is never read, nothing is answered.
 		s.dropConn(conn)
@@ -783,33 +783,11 @@ func (s *Server) validate(sess *serverSession, req Request, o *overlay) (write, 
 
 func (s *Server) validateCreate(sess *serverSession, req Request, o *overlay) (write, Code) {
 	mode := req.Mode
-	sequential := mode == zk.FlagSequence || mode == zk.FlagEphemeralSequential || mode == zk.FlagPersistentSequentialWithTTL
-	owner := int64(0)
-	switch {
-	case req.Op == OpCreateCont:
-		if mode != zk.FlagContainer {
-			return write{}, CodeBadArguments
-		}
-		owner = containerOwner
-	case mode == zk.FlagContainer:
-		// A plain create carries only "ephemeral or not" in its CreateTxn,
-		// so a container flag on it makes an ordinary persistent node.
-	case req.Op == OpCreateTTL || mode == zk.FlagTTL || mode == zk.FlagPersistentSequentialWithTTL:
-		// validateCreateRequest: TTL nodes need the extended types, and a
-		// TTL must be positive and fit its field.
-		if !s.cfg.ExtendedTypes {
-			return write{}, CodeUnimplemented
-		}
-		if req.Op != OpCreateTTL || req.TTLMs <= 0 || req.TTLMs > ttlMaxMs {
-			return write{}, CodeBadArguments
-		}
-		owner = ttlOwnerMask | req.TTLMs
-	case mode == zk.FlagEphemeral || mode == zk.FlagEphemeralSequential:
-		owner = sess.id
-	case mode == zk.FlagPersistent || mode == zk.FlagSequence:
-	default:
-		return write{}, CodeBadArguments
+	owner, code := s.createOwner(sess, req)
+	if code != CodeOK {
+		return write{}, code
 	}
+	sequential := mode == zk.FlagSequence || mode == zk.FlagEphemeralSequential || mode == zk.FlagPersistentSequentialWithTTL
 	// validatePathForCreate only asks for a slash and no NUL; the full
 	// path rules are applied after the parent and its ACL are checked, to
 	// the path with its suffix (measured on 3.8.0: "m/bad" and

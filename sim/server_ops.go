@@ -285,3 +285,57 @@ func multiResultOp(op OpCode) OpCode {
 	}
 	return op
 }
+
+// createOwner checks a create's mode and TTL as
+// PrepRequestProcessor.pRequest2TxnCreate does, in its order, and returns
+// the ephemeralOwner of the node it makes, which the transaction's type
+// decides, not the mode (DataTree.processTxn, measured on 3.8.0):
+//
+//   - a mode outside CreateMode is BADARGUMENTS (CreateMode.fromFlag);
+//   - a TTL mode without zookeeper.extendedTypesEnabled is UNIMPLEMENTED;
+//   - the TTL is checked against the mode (EphemeralType.validateTTL): a
+//     TTL mode needs 0 < ttl <= 2^40-1, any other mode a negative ttl
+//     (every op but createTTL carries -1), else BADARGUMENTS;
+//   - createContainer makes a container whatever its mode (the mode still
+//     decides the sequence suffix); createTTL a TTL node; create and
+//     create2 an ephemeral node for an ephemeral mode and a persistent
+//     node for any other, a container mode included.
+func (s *Server) createOwner(sess *serverSession, req Request) (int64, Code) {
+	mode := req.Mode
+	if mode < zk.FlagPersistent || mode > zk.FlagPersistentSequentialWithTTL {
+		return 0, CodeBadArguments
+	}
+	isTTL := mode == zk.FlagTTL || mode == zk.FlagPersistentSequentialWithTTL
+	if isTTL && !s.cfg.ExtendedTypes {
+		return 0, CodeUnimplemented
+	}
+	ttl := int64(-1)
+	if req.Op == OpCreateTTL {
+		ttl = req.TTLMs
+	}
+	if isTTL && (ttl <= 0 || ttl > ttlMaxMs) || !isTTL && ttl >= 0 {
+		return 0, CodeBadArguments
+	}
+	switch {
+	case req.Op == OpCreateCont:
+		return containerOwner, CodeOK
+	case req.Op == OpCreateTTL:
+		return ttlOwnerMask | ttl, CodeOK
+	case mode == zk.FlagEphemeral || mode == zk.FlagEphemeralSequential:
+		return sess.id, CodeOK
+	}
+	return 0, CodeOK
+}
+
+// crashesServer reports a request a real 3.8.0 server cannot apply: a
+// createTTL with a mode that is not a TTL mode and a negative TTL passes
+// every check (validateTTL asks a non-TTL mode for a negative TTL) and
+// then fails in DataTree.processTxn (EphemeralType.TTL.toEphemeralOwner),
+// which stops the server: measured, the process exits and the client's
+// connection closes unanswered. The simulator closes the connection
+// unanswered and applies nothing; it does not stop the server.
+func crashesServer(req Request) bool {
+	isTTL := req.Mode == zk.FlagTTL || req.Mode == zk.FlagPersistentSequentialWithTTL
+	return req.Op == OpCreateTTL && !isTTL && req.TTLMs < 0 &&
+		req.Mode >= zk.FlagPersistent && req.Mode <= zk.FlagPersistentSequentialWithTTL
+}

@@ -30,6 +30,10 @@ func rCreate2(path string, mode int32) sim.Request {
 	return sim.Request{Op: sim.OpCreate2, Path: path, Data: []byte("c2"), Mode: mode, ACL: openACL}
 }
 
+func rCreateTTL(op sim.OpCode, path string, mode int32, ttl int64) sim.Request {
+	return sim.Request{Op: op, Path: path, Mode: mode, TTLMs: ttl, ACL: openACL}
+}
+
 func rSet(path, data string) sim.Request {
 	return sim.Request{Op: sim.OpSetData, Path: path, Data: []byte(data), Version: -1}
 }
