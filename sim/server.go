@@ -530,7 +530,7 @@ func (s *Server) reply(conn ConnID, r Response) {
 // --- reads ---
 
 func (s *Server) exists(conn ConnID, req Request) {
-	n := s.nodes[req.Path]
+	n := s.readNode(req.Path)
 	if req.Watch {
 		// exists sets a data watch whether or not the node exists; on a
 		// missing node it is the watch that fires on creation.
@@ -544,7 +544,7 @@ func (s *Server) exists(conn ConnID, req Request) {
 }
 
 func (s *Server) getData(conn ConnID, req Request) {
-	n := s.nodes[req.Path]
+	n := s.readNode(req.Path)
 	if n == nil {
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoNode})
 		return
@@ -560,7 +560,7 @@ func (s *Server) getData(conn ConnID, req Request) {
 }
 
 func (s *Server) getChildren(conn ConnID, req Request) {
-	n := s.nodes[req.Path]
+	n := s.readNode(req.Path)
 	if n == nil {
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoNode})
 		return

@@ -132,6 +132,13 @@ func (s *Server) checkOrRemoveWatches(conn ConnID, req Request) {
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeMarshallingError})
 		return
 	}
+	if req.Op == OpCheckWatches && req.Path != "" && !strings.Contains(req.Path, "/") {
+		// containsWatcher walks the path's ancestors with a
+		// PathParentIterator, which fails on a path without a slash
+		// (substring(0, -1)): MARSHALLINGERROR (measured on 3.8.0).
+		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeMarshallingError})
+		return
+	}
 	found := false
 	for _, t := range tables {
 		if req.Op == OpCheckWatches {
@@ -338,4 +345,16 @@ func crashesServer(req Request) bool {
 	isTTL := req.Mode == zk.FlagTTL || req.Mode == zk.FlagPersistentSequentialWithTTL
 	return req.Op == OpCreateTTL && !isTTL && req.TTLMs < 0 &&
 		req.Mode >= zk.FlagPersistent && req.Mode <= zk.FlagPersistentSequentialWithTTL
+}
+
+// readNode is the node a read finds at path. DataTree's node map holds the
+// root under "" as well as "/", and the reads look paths up unvalidated:
+// exists, getData and getChildren of "" answer with the root (measured on
+// 3.8.0), though a watch they set on "" never fires, since no event names
+// "".
+func (s *Server) readNode(path string) *znode {
+	if path == "" {
+		return s.nodes["/"]
+	}
+	return s.nodes[path]
 }
