@@ -383,6 +383,13 @@ func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 	out := make([]zk.MultiResponse, len(resp.Multi))
 	err = nil
 	for j, r := range resp.Multi {
+		if r.Err == CodeOK && r.Op == OpCreate2 {
+			// go-zookeeper v1.0.4's multiResponse.Decode knows no
+			// create2-typed result (a container made in a multi): it
+			// stops there with ErrAPIError, keeping the results before.
+			out, err = out[:j], zk.ErrAPIError
+			break
+		}
 		switch {
 		case r.Err != CodeOK || r.Op == 0:
 			out[j].Error = r.Err.Error()
