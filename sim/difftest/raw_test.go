@@ -70,7 +70,15 @@ func dialRaw(addr string, timeoutMs int32) (*rawConn, error) {
 	return c, nil
 }
 
-func (c *rawConn) Close() { c.nc.Close() }
+// Close ends the session (closeSession, waiting for its reply) and the
+// connection: a session left to expire would delete its ephemerals, and
+// take zxids, in the middle of a later case.
+func (c *rawConn) Close() {
+	if !c.closed {
+		c.do(sim.Request{Op: sim.OpCloseSession})
+	}
+	c.nc.Close()
+}
 
 func (c *rawConn) write(body []byte) error {
 	frame := binary.BigEndian.AppendUint32(nil, uint32(len(body)))

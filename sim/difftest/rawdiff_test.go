@@ -3,7 +3,6 @@ package difftest
 import (
 	"fmt"
 	"strings"
-	"testing"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zklab/zklab/sim"
@@ -186,7 +185,7 @@ type rawSide interface {
 }
 
 // rawTranscript runs the steps on one side and renders them.
-func rawTranscript(t *testing.T, side rawSide, clients int, root string, steps []rawStep) []string {
+func rawTranscript(t TB, side rawSide, clients int, root string, steps []rawStep) []string {
 	t.Helper()
 	r := &rawRenderer{root: root, sessions: map[int64]string{}}
 	for c := range clients {
@@ -268,7 +267,7 @@ type simSide struct {
 	xid      int32
 }
 
-func newSimSide(t *testing.T, cfg sim.ServerConfig, clients int) *simSide {
+func newSimSide(t TB, cfg sim.ServerConfig, clients int) *simSide {
 	s := &simSide{s: sim.NewServer(cfg), isClosed: make([]bool, clients), pending: make([][]zk.Event, clients)}
 	for c := range clients {
 		s.s.Open(sim.ConnID(c + 1))
