@@ -197,6 +197,20 @@ var rawCases = []rawCase{
 		step(1, rSet("R/a", "x")),
 		step(1, rCreate("R/a/c", "", 0)),
 	}},
+	{"setWatches: a change after relativeZxid fires at once, one at it does not", 2, []rawStep{
+		step(1, rCreate("R/a", "", 0)), // B+1
+		step(1, rCreate("R/b", "", 0)), // B+2
+		step(1, rSet("R/a", "x")),      // B+3: R/a's mzxid
+		step(1, rCreate("R/b/c", "", 0)),
+		{client: 0, zxidFromBase: true, req: sim.Request{Op: sim.OpSetWatches, RelativeZxid: 3,
+			DataWatches: []string{"R/a", "R/b"}, ChildWatches: []string{"R/b", "R/a"}, ExistWatches: []string{"R/b/c", "R/x"}}},
+		{client: 0, zxidFromBase: true, req: sim.Request{Op: sim.OpSetWatches, RelativeZxid: 2,
+			DataWatches: []string{"R/a"}}},
+		step(1, rSet("R/b", "y")),
+		step(1, rCreate("R/a/k", "", 0)),
+		step(1, rCreate("R/x", "", 0)),
+		step(1, rSet("R/a", "z")),
+	}},
 	{"getEphemerals by prefix", 2, []rawStep{
 		step(0, rCreate("R/e", "", 0)),
 		step(0, rCreate("R/e/a", "", zk.FlagEphemeral)),

@@ -15,9 +15,12 @@ import (
 type rawStep struct {
 	client int
 	req    sim.Request
+	// zxidFromBase makes req.RelativeZxid an offset from the zxid of the
+	// root's creation, so that setWatches can name a point in the run.
+	zxidFromBase bool
 }
 
-func step(client int, req sim.Request) rawStep { return rawStep{client, req} }
+func step(client int, req sim.Request) rawStep { return rawStep{client: client, req: req} }
 
 var openACL = zk.WorldACL(zk.PermAll)
 
@@ -200,6 +203,9 @@ func rawTranscript(t TB, side rawSide, clients int, root string, steps []rawStep
 	reported := make([]bool, clients) // closed, and said so
 	for i, st := range steps {
 		req := resolve(st.req, root)
+		if st.zxidFromBase {
+			req.RelativeZxid += r.base
+		}
 		events, resp, ok, err := side.do(st.client, req)
 		if err != nil {
 			t.Fatalf("step %d: %v", i+1, err)
