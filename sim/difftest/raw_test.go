@@ -25,6 +25,7 @@ type rawConn struct {
 	nc        net.Conn
 	r         *bufio.Reader
 	sessionID int64
+	passwd    []byte
 	xid       int32
 	closed    bool // the server closed the connection
 }
@@ -38,6 +39,12 @@ type rawMsg struct {
 const rawReadTimeout = 10 * time.Second
 
 func dialRaw(addr string, timeoutMs int32) (*rawConn, error) {
+	return dialRawSession(addr, timeoutMs, 0, make([]byte, 16))
+}
+
+// dialRawSession connects and opens a session, or reattaches the one
+// named.
+func dialRawSession(addr string, timeoutMs int32, sessionID int64, passwd []byte) (*rawConn, error) {
 	nc, err := net.DialTimeout("tcp", addr, rawReadTimeout)
 	if err != nil {
 		return nil, err
@@ -47,9 +54,9 @@ func dialRaw(addr string, timeoutMs int32) (*rawConn, error) {
 	w.i32(0) // protocolVersion
 	w.i64(0) // lastZxidSeen
 	w.i32(timeoutMs)
-	w.i64(0)                   // sessionId
-	w.buffer(make([]byte, 16)) // passwd
-	w.bool(false)              // readOnly
+	w.i64(sessionID)
+	w.buffer(passwd)
+	w.bool(false) // readOnly
 	if err := c.write(w.b); err != nil {
 		nc.Close()
 		return nil, err
@@ -63,6 +70,7 @@ func dialRaw(addr string, timeoutMs int32) (*rawConn, error) {
 	r.i32() // protocolVersion
 	r.i32() // timeOut
 	c.sessionID = r.i64()
+	c.passwd = r.buffer()
 	if r.err != nil || c.sessionID == 0 {
 		nc.Close()
 		return nil, fmt.Errorf("raw connect: no session (%v)", r.err)
@@ -76,6 +84,9 @@ func dialRaw(addr string, timeoutMs int32) (*rawConn, error) {
 func (c *rawConn) Close() {
 	if !c.closed {
 		c.do(sim.Request{Op: sim.OpCloseSession})
+	} else if again, err := dialRawSession(c.nc.RemoteAddr().String(), 10000, c.sessionID, c.passwd); err == nil {
+		// The server closed the connection; the session lives on.
+		again.Close()
 	}
 	c.nc.Close()
 }

@@ -1,6 +1,7 @@
 package difftest
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -275,6 +276,16 @@ var rawCases = []rawCase{
 		step(0, sim.Request{Op: 99}),
 		step(1, sim.Request{Op: sim.OpGetEphemerals, Path: "R"}),
 		step(1, rRead(sim.OpExists, "R/after", false)),
+		step(1, sim.Request{Op: sim.OpCreateSession}),
+		step(1, rCreate("R/after2", "", 0)),
+		step(1, sim.Request{Op: sim.OpNotification}),
+	}},
+	{"opcodes no server knows", 5, []rawStep{
+		step(0, sim.Request{Op: 10}),
+		step(1, sim.Request{Op: 23}),
+		step(2, sim.Request{Op: 108}),
+		step(3, sim.Request{Op: -12}),
+		step(4, rCreate("R/still", "", 0)),
 	}},
 	{"create modes: the op decides the owner, the mode the checks", 1, []rawStep{
 		step(0, rCreateTTL(sim.OpCreateCont, "R/cc", zk.FlagContainer, 0)),
@@ -345,6 +356,9 @@ var freshServerCases = []rawCase{
 func TestRawOps(t *testing.T) {
 	srv := zktest.Start(t)
 	t.Run("fresh", func(t *testing.T) {
+		if os.Getenv(zktest.EnvServer) != "" {
+			t.Skipf("the whole-tree cases need a server of their own, not %s=%s", zktest.EnvServer, os.Getenv(zktest.EnvServer))
+		}
 		for _, c := range freshServerCases {
 			t.Run(c.name, func(t *testing.T) { runRawCase(t, srv.Addr, c) })
 		}
