@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/go-zookeeper/zk"
+	"pgregory.net/rapid"
 )
 
 // The cases here are the differential cases of sim/difftest (rawCases,
@@ -385,7 +386,10 @@ func TestServerUnknownOpReconfigDeleteContainer(t *testing.T) {
 	if r := h.do(a, Request{Op: OpDeleteContainer, Path: "/"}); r.Err != CodeBadArguments || r.Zxid != zxid+2 {
 		t.Fatalf("deleteContainer: %+v", r)
 	}
-	for _, op := range []OpCode{99, OpNotification, 23, 108} {
+	if r := h.do(a, Request{Op: OpCreateSession}); r.Err != CodeMarshallingError || r.Zxid != zxid+3 || !h.s.HasConn(a) {
+		t.Fatalf("createSession on a live connection: %+v", r)
+	}
+	for _, op := range []OpCode{99, OpNotification, 23, 108, -12} {
 		c := h.open()
 		h.connectOn(c, ConnectRequest{SessionID: sid, Passwd: sessionPasswd(sid), TimeoutMs: 40000})
 		r := h.do(c, Request{Op: op})
@@ -396,4 +400,79 @@ func TestServerUnknownOpReconfigDeleteContainer(t *testing.T) {
 	if !slices.Contains(h.s.Sessions(), sid) {
 		t.Fatalf("the session died with its connection")
 	}
+}
+
+// TestServerWatchTablesProperty drives random watches, writes, removals,
+// disconnects, expiries and restarts through the server, which checks its
+// invariants after every transaction; the test checks them, the watch
+// tables' included, after every step, and that a connection's checkWatches
+// agrees with what removeWatches then finds.
+func TestServerWatchTablesProperty(t *testing.T) {
+	paths := []string{"/", "/a", "/a/b", "/a/b/c", "/b", ""}
+	rapid.Check(t, func(rt *rapid.T) {
+		h := newHarness(rt, ServerConfig{})
+		var conns []ConnID
+		var sids []int64
+		for range 3 {
+			c, sid := h.connect(10000)
+			conns, sids = append(conns, c), append(sids, sid)
+		}
+		for i := range rapid.IntRange(1, 60).Draw(rt, "steps") {
+			k := rapid.IntRange(0, len(conns)-1).Draw(rt, fmt.Sprintf("conn%d", i))
+			c := conns[k]
+			p := rapid.SampledFrom(paths).Draw(rt, fmt.Sprintf("path%d", i))
+			var req Request
+			switch rapid.IntRange(0, 12).Draw(rt, fmt.Sprintf("kind%d", i)) {
+			case 0, 1:
+				req = mkCreate(p, nil, rapid.SampledFrom([]int32{0, zk.FlagEphemeral}).Draw(rt, fmt.Sprintf("mode%d", i)))
+			case 2:
+				req = mkDelete(p, -1)
+			case 3:
+				req = mkSet(p, []byte("x"), -1)
+			case 4:
+				req = watchGet(p)
+			case 5:
+				req = watchExists(p)
+			case 6:
+				req = watchChildren(p)
+			case 7, 8:
+				req = addWatch(p, AddWatchMode(rapid.IntRange(0, 1).Draw(rt, fmt.Sprintf("mode%d", i))))
+			case 9:
+				typ := WatcherType(rapid.IntRange(1, 3).Draw(rt, fmt.Sprintf("type%d", i)))
+				if !h.s.HasConn(c) {
+					continue
+				}
+				checked := h.do(c, checkWatches(p, typ)).Err
+				removed := h.do(c, removeWatches(p, typ)).Err
+				if removed == CodeOK && checked != CodeOK && p != "" {
+					rt.Fatalf("removeWatches %q found a watch checkWatches did not (%v)", p, checked)
+				}
+			case 10:
+				h.s.Disconnect(c)
+				c2 := h.open()
+				h.connectOn(c2, ConnectRequest{SessionID: sids[k], Passwd: sessionPasswd(sids[k]), TimeoutMs: 10000})
+				conns[k] = c2
+			case 11:
+				h.s.ExpireSession(h.nowMs, sids[k])
+				h.tick(h.nowMs)
+				c2, sid := h.connect(10000)
+				conns[k], sids[k] = c2, sid
+			case 12:
+				h.s.Restart(h.nowMs)
+				for j := range conns {
+					c2 := h.open()
+					h.connectOn(c2, ConnectRequest{SessionID: sids[j], Passwd: sessionPasswd(sids[j]), TimeoutMs: 10000})
+					conns[j] = c2
+				}
+			}
+			if req.Op != 0 && h.s.HasConn(c) {
+				h.do(c, req)
+			}
+			h.collect()
+			h.pending = h.pending[:0]
+			if err := h.s.CheckInvariants(); err != nil {
+				rt.Fatalf("step %d: %v", i, err)
+			}
+		}
+	})
 }
