@@ -29,8 +29,12 @@ func bodyLen(req Request) int {
 		return juteString(req.Path) + 4
 	case OpExists, OpGetData, OpGetChildren, OpGetChildrenNoStat:
 		return juteString(req.Path) + 1
-	case OpSync, OpGetEphemerals, OpGetAllChildrenNum:
+	case OpSync, OpGetACL, OpGetEphemerals, OpGetAllChildrenNum:
 		return juteString(req.Path)
+	case OpSetACL:
+		return juteString(req.Path) + aclLen(req) + 4
+	case OpAuth:
+		return 4 + juteString(req.AuthScheme) + 4 + len(req.AuthData)
 	case OpAddWatch, OpCheckWatches, OpRemoveWatches:
 		return juteString(req.Path) + 4
 	case OpReconfig:

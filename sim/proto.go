@@ -95,7 +95,7 @@ func (op OpCode) String() string {
 // linearizable.
 func (op OpCode) isWrite() bool {
 	switch op {
-	case OpCreate, OpCreate2, OpDelete, OpSetData, OpCheck, OpMulti, OpCreateCont, OpCreateTTL, OpCloseSession:
+	case OpCreate, OpCreate2, OpDelete, OpSetData, OpCheck, OpMulti, OpCreateCont, OpCreateTTL, OpCloseSession, OpSetACL:
 		return true
 	}
 	return false
@@ -111,13 +111,21 @@ type Request struct {
 	TTLMs   int64
 	Version int32
 	Watch   bool
-	ACL     []zk.ACL  // carried for the packet size only: the simulator grants every permission
+	ACL     []zk.ACL  // create and setACL (whose Version is the expected aversion)
 	Ops     []Request // multi: create, delete, setData and check; multiRead: getData and getChildrenNoStat
 	// setWatches
 	RelativeZxid int64
 	DataWatches  []string
 	ExistWatches []string
 	ChildWatches []string
+	// Malformed marks a request whose record the wire protocol could not
+	// decode (a truncated record, a multi holding an op it may not): the
+	// server answers it with MARSHALLINGERROR and keeps the connection.
+	Malformed bool
+	// auth (AuthPacket): the scheme and its credentials, e.g. "digest"
+	// and "user:password"
+	AuthScheme string
+	AuthData   []byte
 	// setWatches2: the persistent and persistent-recursive watches to
 	// re-register besides the three lists above.
 	PersistentWatches          []string
@@ -147,6 +155,16 @@ type Response struct {
 	Ephemerals []string
 	// TotalNumber answers getAllChildrenNumber: the node's descendants.
 	TotalNumber int32
+	ACL         []zk.ACL     // getACL: the node's ACL, with its Stat
+	Clients     []ClientInfo // whoAmI: the identities of the connection
+}
+
+// ClientInfo is one identity a connection has authenticated as, as
+// whoAmI reports it (ClientInfo in zookeeper.jute): the scheme and the id,
+// e.g. "ip" and "127.0.0.1", or "digest" and "alice".
+type ClientInfo struct {
+	AuthScheme string
+	User       string
 }
 
 // ConnectRequest opens a session (SessionID 0) or resumes one.

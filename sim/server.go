@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +36,11 @@ type ServerConfig struct {
 	// makes the server close the connection unread (NIOServerCnxn "Len
 	// error"). Default 0xfffff.
 	MaxPacketBytes int
+	// SuperDigest is zookeeper.DigestAuthenticationProvider.superDigest,
+	// "super:" and the base64 SHA-1 of "super:password" (DigestID): a
+	// connection that authenticates with that digest passes every
+	// permission check. Empty, there is no super user.
+	SuperDigest string
 }
 
 func (c ServerConfig) withDefaults() ServerConfig {
@@ -149,6 +155,11 @@ type Server struct {
 	acls          *aclTable
 	expiringNodes int  // containers and TTL nodes, which the ContainerManager sweeps
 	checkEvery    bool // check the whole tree after every transaction, not only what it touched
+
+	// auth holds each live connection's identities (ServerCnxn.authInfo);
+	// caller is the connection whose request is being handled.
+	auth   map[ConnID]*connAuth
+	caller ConnID
 }
 
 // NewServer returns a server with ZooKeeper's initial tree: "/", and
@@ -214,21 +225,39 @@ func (s *Server) send(o Output) { s.outputs = append(s.outputs, o) }
 
 func (s *Server) wallMs(nowMs int64) int64 { return s.cfg.EpochMs + nowMs }
 
-// Open registers a new client connection (the TCP accept).
-func (s *Server) Open(conn ConnID) {
+// Open registers a new client connection (the TCP accept) from
+// DefaultClientAddr.
+func (s *Server) Open(conn ConnID) { s.OpenFrom(conn, DefaultClientAddr) }
+
+// OpenFrom registers a new client connection from the peer address addr:
+// the connection starts out authenticated as ip:addr, as NIOServerCnxn's
+// constructor adds that id, and the ip scheme matches against it.
+func (s *Server) OpenFrom(conn ConnID, addr netip.Addr) {
 	if _, ok := s.conns[conn]; ok {
 		panic(fmt.Sprintf("sim: connection %d opened twice", conn))
 	}
 	s.conns[conn] = 0
+	s.openAuth(conn, addr)
 }
 
 // Connect handles a ConnectRequest on an open connection: it creates a
 // session, or reattaches the one asked for if it is still alive; an expired
 // or unknown session is answered with session id 0 and the connection is
-// closed (ZooKeeperServer.finishSessionInit).
+// closed (ZooKeeperServer.finishSessionInit). A client whose last seen zxid
+// is ahead of the server's is refused: its connection is closed unanswered.
 func (s *Server) Connect(nowMs int64, conn ConnID, req ConnectRequest) {
 	if _, ok := s.conns[conn]; !ok {
 		panic(fmt.Sprintf("sim: connect on unknown connection %d", conn))
+	}
+	if req.LastZxidSeen > s.lastZxid {
+		// A client that has seen a later zxid than this server has applied
+		// must not get a session here: the server closes the connection
+		// without an answer (ZooKeeperServer.processConnectRequest,
+		// "Refusing session request for client ... as it has seen zxid",
+		// DisconnectReason.CLIENT_ZXID_AHEAD).
+		s.dropConn(conn)
+		s.send(Output{Conn: conn, Kind: OutClose})
+		return
 	}
 	timeout := min(max(int64(req.TimeoutMs), s.cfg.MinSessionTimeoutMs), s.cfg.MaxSessionTimeoutMs)
 	if req.SessionID == 0 {
@@ -303,6 +332,7 @@ func (s *Server) dropConn(conn ConnID) {
 		}
 	}
 	delete(s.conns, conn)
+	delete(s.auth, conn)
 	removeWatcher(s.dataWatches, conn)
 	removeWatcher(s.childWatches, conn)
 }
@@ -483,6 +513,15 @@ func (s *Server) Receive(nowMs int64, conn ConnID, req Request) {
 		s.send(Output{Conn: conn, Kind: OutClose})
 		return
 	}
+	if req.Op == OpAuth {
+		s.authenticate(conn, req)
+		return
+	}
+	if req.Op == OpSASL {
+		s.sasl(conn, req)
+		return
+	}
+	s.caller = conn
 	sess := s.sessions[id]
 	if sess == nil || sess.closing {
 		// The session has expired and its closeSession is pending:
@@ -491,6 +530,10 @@ func (s *Server) Receive(nowMs int64, conn ConnID, req Request) {
 		return
 	}
 	s.touch(nowMs, sess)
+	if req.Malformed {
+		s.marshallingError(conn, req)
+		return
+	}
 	switch req.Op {
 	case OpPing:
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid})
@@ -506,7 +549,11 @@ func (s *Server) Receive(nowMs int64, conn ConnID, req Request) {
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Path: req.Path})
 	case OpSetWatches:
 		s.setWatches(conn, req)
-	case OpCreate, OpCreate2, OpCreateCont, OpCreateTTL, OpDelete, OpSetData, OpCheck:
+	case OpGetACL:
+		s.getACL(conn, req)
+	case OpWhoAmI:
+		s.whoAmI(conn, req)
+	case OpCreate, OpCreate2, OpCreateCont, OpCreateTTL, OpDelete, OpSetData, OpCheck, OpSetACL:
 		t := s.begin()
 		resp := s.writeOne(nowMs, sess, req, t)
 		s.commit(t)
@@ -549,7 +596,7 @@ func (s *Server) getData(conn ConnID, req Request) {
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoNode})
 		return
 	}
-	if !s.acls.allows(n, zk.PermRead) {
+	if !s.allowed(n.acl, zk.PermRead) {
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoAuth})
 		return
 	}
@@ -565,7 +612,7 @@ func (s *Server) getChildren(conn ConnID, req Request) {
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoNode})
 		return
 	}
-	if !s.acls.allows(n, zk.PermRead) {
+	if !s.allowed(n.acl, zk.PermRead) {
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoAuth})
 		return
 	}
@@ -635,6 +682,7 @@ type txn struct {
 type pendingEvent struct {
 	path string
 	typ  zk.EventType
+	acl  aclID // the node's ACL when the event fired, which a watcher needs READ on
 }
 
 // begin starts a transaction. Transactions never overlap, so the server
@@ -677,6 +725,7 @@ type changeRecord struct {
 	cversion    int32
 	numChildren int
 	owner       int64
+	acl         aclID // the ACL the ops of a multi check, a node's it creates included
 }
 
 // overlay holds the records of one multi. They are kept by pointer: a
@@ -704,7 +753,7 @@ func (s *Server) record(o *overlay, path string) *changeRecord {
 	}
 	*r = changeRecord{path: path}
 	if n := s.nodes[path]; n != nil {
-		*r = changeRecord{path: path, node: n, exists: true, version: n.version, cversion: n.cversion, numChildren: n.numChildren(), owner: n.ephemeralOwner}
+		*r = changeRecord{path: path, node: n, exists: true, version: n.version, cversion: n.cversion, numChildren: n.numChildren(), owner: n.ephemeralOwner, acl: n.acl}
 	}
 	*o = append(*o, r)
 	return r
@@ -715,6 +764,7 @@ type write struct {
 	req   Request
 	path  string // the path to act on: with the sequence suffix for a sequential create
 	owner int64  // a create's ephemeralOwner
+	acl   aclID  // a create's or a setACL's ACL, validated and expanded
 }
 
 // validate checks one write op against the overlay and records its effect
@@ -739,7 +789,7 @@ func (s *Server) validate(sess *serverSession, req Request, o *overlay) (write, 
 		// The parent's DELETE permission is checked before the node is
 		// looked up (measured on 3.8.0: deleting a missing child of a node
 		// without DELETE gives NOAUTH).
-		if !s.acls.allows(parent.node, zk.PermDelete) {
+		if !s.allowed(parent.acl, zk.PermDelete) {
 			return write{}, CodeNoAuth
 		}
 		n := s.record(o, req.Path)
@@ -767,7 +817,7 @@ func (s *Server) validate(sess *serverSession, req Request, o *overlay) (write, 
 		if req.Op == OpSetData {
 			perm = zk.PermWrite
 		}
-		if !s.acls.allows(n.node, perm) {
+		if !s.allowed(n.acl, perm) {
 			return write{}, CodeNoAuth
 		}
 		if req.Version != -1 && req.Version != n.version {
@@ -777,6 +827,8 @@ func (s *Server) validate(sess *serverSession, req Request, o *overlay) (write, 
 			n.version++
 		}
 		return write{req: req, path: req.Path}, CodeOK
+	case OpSetACL:
+		return s.validateSetACL(req, o)
 	}
 	panic(fmt.Sprintf("sim: %v is not a write", req.Op))
 }
@@ -796,14 +848,15 @@ func (s *Server) validateCreate(sess *serverSession, req Request, o *overlay) (w
 	if !ok {
 		return write{}, CodeBadArguments
 	}
-	if !s.acls.valid(req.ACL) {
+	acl, ok := s.fixupACL(req.ACL)
+	if !ok {
 		return write{}, CodeInvalidACL
 	}
 	parent := s.record(o, parentPath)
 	if !parent.exists {
 		return write{}, CodeNoNode
 	}
-	if !s.acls.allows(parent.node, zk.PermCreate) {
+	if !s.allowed(parent.acl, zk.PermCreate) {
 		return write{}, CodeNoAuth
 	}
 	path := req.Path
@@ -823,10 +876,11 @@ func (s *Server) validateCreate(sess *serverSession, req Request, o *overlay) (w
 	if ownerKind(parent.owner) == ownerSession {
 		return write{}, CodeNoChildrenForEphemeral
 	}
-	*n = changeRecord{path: path, exists: true, owner: owner}
+	id := s.acls.intern(acl)
+	*n = changeRecord{path: path, exists: true, owner: owner, acl: id}
 	parent.numChildren++
 	parent.cversion++
-	return write{req: req, path: path, owner: owner}, CodeOK
+	return write{req: req, path: path, owner: owner, acl: id}, CodeOK
 }
 
 // parentForWrite is PrepRequestProcessor's first look at a create's or a
@@ -847,6 +901,7 @@ func parentForWrite(path string) (string, bool) {
 
 // apply performs a validated write within t; it cannot fail.
 func (s *Server) apply(nowMs int64, sess *serverSession, w write, t *txn) Response {
+	s.assertWritePermitted(w)
 	switch w.req.Op {
 	case OpCreate, OpCreate2, OpCreateCont, OpCreateTTL:
 		return s.createNode(nowMs, sess, w, t)
@@ -860,10 +915,12 @@ func (s *Server) apply(nowMs int64, sess *serverSession, w write, t *txn) Respon
 		n.mzxid = t.zxid
 		n.mtime = s.wallMs(nowMs)
 		t.touched = append(t.touched, w.path)
-		t.events = append(t.events, pendingEvent{w.path, zk.EventNodeDataChanged})
+		t.events = append(t.events, pendingEvent{w.path, zk.EventNodeDataChanged, n.acl})
 		return Response{Stat: n.stat()}
 	case OpCheck:
 		return Response{}
+	case OpSetACL:
+		return s.setACL(w, t)
 	}
 	panic(fmt.Sprintf("sim: %v is not a write", w.req.Op))
 }
@@ -893,7 +950,7 @@ func (s *Server) multi(nowMs int64, sess *serverSession, req Request, t *txn) Re
 	writes := make([]write, len(req.Ops))
 	results := make([]MultiResult, len(req.Ops))
 	for i, op := range req.Ops {
-		if op.Op == OpMulti || !op.Op.isWrite() || op.Op == OpCloseSession {
+		if op.Op == OpMulti || !op.Op.isWrite() || op.Op == OpCloseSession || op.Op == OpSetACL {
 			panic(fmt.Sprintf("sim: %v inside a multi", op.Op))
 		}
 		op = multiCreateOp(op)
@@ -926,7 +983,7 @@ func (s *Server) createNode(nowMs int64, sess *serverSession, w write, t *txn) R
 	wall := s.wallMs(nowMs)
 	n := &znode{
 		data: slices.Clone(w.req.Data), czxid: t.zxid, mzxid: t.zxid, pzxid: t.zxid,
-		ctime: wall, mtime: wall, ephemeralOwner: w.owner, acl: s.acls.intern(w.req.ACL),
+		ctime: wall, mtime: wall, ephemeralOwner: w.owner, acl: w.acl,
 	}
 	s.nodes[w.path] = n
 	if parent.children == nil {
@@ -945,7 +1002,7 @@ func (s *Server) createNode(nowMs int64, sess *serverSession, w write, t *txn) R
 		s.expiringNodes++
 	}
 	t.touched = append(t.touched, w.path, parentPath)
-	t.events = append(t.events, pendingEvent{w.path, zk.EventNodeCreated}, pendingEvent{parentPath, zk.EventNodeChildrenChanged})
+	t.events = append(t.events, pendingEvent{w.path, zk.EventNodeCreated, n.acl}, pendingEvent{parentPath, zk.EventNodeChildrenChanged, parent.acl})
 	return Response{Path: w.path, Stat: n.stat()}
 }
 
@@ -1003,7 +1060,7 @@ func (s *Server) deleteNode(t *txn, path string) {
 		s.expiringNodes--
 	}
 	t.touched = append(t.touched, path, parentPath)
-	t.events = append(t.events, pendingEvent{path, zk.EventNodeDeleted}, pendingEvent{parentPath, zk.EventNodeChildrenChanged})
+	t.events = append(t.events, pendingEvent{path, zk.EventNodeDeleted, n.acl}, pendingEvent{parentPath, zk.EventNodeChildrenChanged, parent.acl})
 }
 
 // fire sends the events in order to the connections watching: created and
@@ -1014,12 +1071,12 @@ func (s *Server) fire(events []pendingEvent) {
 	for _, e := range events {
 		switch e.typ {
 		case zk.EventNodeCreated, zk.EventNodeDataChanged:
-			s.trigger(s.dataWatches, e.path, e.typ, nil)
+			s.trigger(s.dataWatches, e.path, e.typ, e.acl, nil)
 		case zk.EventNodeChildrenChanged:
-			s.trigger(s.childWatches, e.path, e.typ, nil)
+			s.trigger(s.childWatches, e.path, e.typ, e.acl, nil)
 		case zk.EventNodeDeleted:
-			done := s.trigger(s.dataWatches, e.path, e.typ, nil)
-			s.trigger(s.childWatches, e.path, e.typ, done)
+			done := s.trigger(s.dataWatches, e.path, e.typ, e.acl, nil)
+			s.trigger(s.childWatches, e.path, e.typ, e.acl, done)
 		}
 	}
 }

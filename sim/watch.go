@@ -144,7 +144,10 @@ func (t *watchTable) contains(path string, conn ConnID) bool {
 //
 // ZooKeeper delivers to a HashSet of connections, an order no client can
 // rely on; the simulator delivers in connection order.
-func (s *Server) trigger(t *watchTable, path string, typ zk.EventType, skip []ConnID) []ConnID {
+//
+// A connection without READ on the node's ACL (acl) is not sent the event,
+// though its one-shot watch is used up too (eventVisible).
+func (s *Server) trigger(t *watchTable, path string, typ zk.EventType, acl aclID, skip []ConnID) []ConnID {
 	var fired []ConnID
 	for local := path; ; {
 		if conns := t.paths[local]; len(conns) > 0 {
@@ -179,7 +182,7 @@ func (s *Server) trigger(t *watchTable, path string, typ zk.EventType, skip []Co
 	}
 	slices.Sort(fired)
 	for _, c := range fired {
-		if !slices.Contains(skip, c) {
+		if !slices.Contains(skip, c) && s.eventVisible(c, acl) {
 			s.event(c, typ, path)
 		}
 	}
