@@ -342,6 +342,8 @@ var rawCases = []rawCase{
 // server: the one that reads the root comes first.
 var freshServerCases = []rawCase{
 	{"the root, and the root under the empty path", 2, []rawStep{
+		step(0, sim.Request{Op: sim.OpGetACL, Path: "/"}),
+		step(0, sim.Request{Op: sim.OpGetACL, Path: ""}),
 		step(0, rRead(sim.OpGetChildren, "/", false)),
 		step(0, sim.Request{Op: sim.OpGetAllChildrenNum, Path: "/"}),
 		step(0, sim.Request{Op: sim.OpGetAllChildrenNum, Path: ""}),
@@ -366,6 +368,9 @@ var freshServerCases = []rawCase{
 		step(0, rRead(sim.OpGetData, "/zookeeper/config", false)),
 		step(0, rRead(sim.OpGetChildren, "/zookeeper/config", false)),
 		step(0, sim.Request{Op: sim.OpGetAllChildrenNum, Path: "/zookeeper"}),
+		step(0, sim.Request{Op: sim.OpGetACL, Path: "/zookeeper"}),
+		step(0, sim.Request{Op: sim.OpGetACL, Path: "/zookeeper/quota"}),
+		step(0, sim.Request{Op: sim.OpGetACL, Path: "/zookeeper/config"}),
 	}},
 }
 

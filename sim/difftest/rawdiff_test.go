@@ -145,6 +145,8 @@ func (r *rawRenderer) reply(req sim.Request, resp sim.Response) string {
 		fmt.Fprintf(&b, " children=%v stat=%s", resp.Children, r.stat(resp.Stat))
 	case sim.OpGetChildrenNoStat:
 		fmt.Fprintf(&b, " children=%v", resp.Children)
+	case sim.OpGetACL:
+		fmt.Fprintf(&b, " acl=%v stat=%s", resp.ACL, r.stat(resp.Stat))
 	case sim.OpGetEphemerals:
 		fmt.Fprintf(&b, " ephemerals=%s", r.paths(resp.Ephemerals))
 	case sim.OpGetAllChildrenNum:
