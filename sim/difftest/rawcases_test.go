@@ -21,6 +21,13 @@ type rawCase struct {
 // compares the transcripts line by line.
 func runRawCase(t TB, addr string, c rawCase) []string {
 	t.Helper()
+	return runRawCaseConfig(t, addr, c, sim.ServerConfig{})
+}
+
+// runRawCaseConfig is runRawCase with the simulator configured as the
+// real server is.
+func runRawCaseConfig(t TB, addr string, c rawCase, cfg sim.ServerConfig) []string {
+	t.Helper()
 	root := newRoot()
 	conns := make([]*rawConn, c.clients)
 	for i := range conns {
@@ -32,7 +39,7 @@ func runRawCase(t TB, addr string, c rawCase) []string {
 		conns[i] = rc
 	}
 	realLines := rawTranscript(t, &realSide{conns: conns}, c.clients, root, c.steps)
-	simLines := rawTranscript(t, newSimSide(t, sim.ServerConfig{}, c.clients), c.clients, root, c.steps)
+	simLines := rawTranscript(t, newSimSide(t, cfg, c.clients), c.clients, root, c.steps)
 	for i := range max(len(simLines), len(realLines)) {
 		var s, r string
 		if i < len(simLines) {
@@ -396,4 +403,33 @@ func TestRawOps(t *testing.T) {
 		}
 	})
 	t.Run("random", func(t *testing.T) { rawDifferential(t, srv.Addr) })
+}
+
+// extendedTypesCase runs on a server started with
+// zookeeper.extendedTypesEnabled, which TTL nodes need (Debian's server
+// has it off).
+var extendedTypesCase = rawCase{name: "TTL nodes with the extended types on", clients: 1, steps: []rawStep{
+	step(0, rCreateTTL(sim.OpCreateTTL, "R/t", zk.FlagTTL, 1000)),
+	step(0, rCreateTTL(sim.OpCreateTTL, "R/s-", zk.FlagPersistentSequentialWithTTL, 1000)),
+	step(0, rCreateTTL(sim.OpCreateTTL, "R/max", zk.FlagTTL, 1<<40-1)),
+	step(0, rCreateTTL(sim.OpCreateTTL, "R/over", zk.FlagTTL, 1<<40)),
+	step(0, rCreateTTL(sim.OpCreateTTL, "R/zero", zk.FlagTTL, 0)),
+	step(0, rCreateTTL(sim.OpCreateTTL, "R/p", zk.FlagPersistent, 5)),
+	step(0, rCreateTTL(sim.OpCreate, "R/c", zk.FlagTTL, 0)),
+	step(0, rCreateTTL(sim.OpCreate2, "R/c2", zk.FlagPersistentSequentialWithTTL, 0)),
+	step(0, rCreate("R/t/kid", "", zk.FlagEphemeral)),
+	step(0, rRead(sim.OpGetData, "R/t", false)),
+	step(0, rRead(sim.OpExists, "R/max", false)),
+	step(0, sim.Request{Op: sim.OpMulti, Ops: []sim.Request{
+		rCreateTTL(sim.OpCreateTTL, "R/mt", zk.FlagTTL, 100),
+		rCreateTTL(sim.OpCreateTTL, "R/mp", zk.FlagPersistent, 100),
+	}}),
+	step(0, rRead(sim.OpGetChildren, "R", false)),
+}}
+
+// TestRawOpsExtendedTypes holds the TTL creates to a server with the
+// extended types on.
+func TestRawOpsExtendedTypes(t *testing.T) {
+	srv := zktest.StartWithJVMFlags(t, "-Dzookeeper.extendedTypesEnabled=true")
+	runRawCaseConfig(t, srv.Addr, extendedTypesCase, sim.ServerConfig{ExtendedTypes: true})
 }
