@@ -377,6 +377,14 @@ func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 	}
 	resp, err := c.do(ctx, Request{Op: OpMulti, Ops: reqs}, nil)
 	if err != nil && resp.Multi == nil {
+		if resp.Err != CodeOK {
+			// The server refused the whole multi (MARSHALLINGERROR):
+			// go-zookeeper decodes no results and returns an empty,
+			// non-nil slice with the error.
+			out := []zk.MultiResponse{}
+			c.end(i, err, func(o *Operation) { o.Multi = out })
+			return out, err
+		}
 		c.end(i, err, nil)
 		return nil, err
 	}

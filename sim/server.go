@@ -954,6 +954,9 @@ func (s *Server) multi(nowMs int64, sess *serverSession, req Request, t *txn) Re
 			panic(fmt.Sprintf("sim: %v inside a multi", op.Op))
 		}
 		op = multiCreateOp(op)
+		if multiCreateUnreadable(op) {
+			return Response{Err: CodeMarshallingError}
+		}
 		w, code := s.validate(sess, op, &o)
 		if code != CodeOK {
 			for j := range results {

@@ -294,6 +294,18 @@ func multiCreateOp(op Request) Request {
 	return op
 }
 
+// multiCreateUnreadable reports a create of a multi that
+// PrepRequestProcessor cannot read: a create, create2 or createContainer
+// with a TTL mode is rebuilt as a createTTL (Op.create) that still holds a
+// CreateRequest, and pRequest2TxnCreate's cast to CreateTTLRequest throws.
+// The whole multi fails with MARSHALLINGERROR, an error transaction with
+// no results, unless an earlier op already failed, which stops the
+// preparing first (measured on 3.8.0).
+func multiCreateUnreadable(op Request) bool {
+	isTTL := op.Mode == zk.FlagTTL || op.Mode == zk.FlagPersistentSequentialWithTTL
+	return isTTL && (op.Op == OpCreate || op.Op == OpCreate2 || op.Op == OpCreateCont)
+}
+
 // multiResultOp is the type of a multi's result as MultiResponse carries
 // it: a create's result is a CreateResult with a Stat, typed create2, for
 // the creates that make a container or a TTL node (FinalRequestProcessor),

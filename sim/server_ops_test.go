@@ -352,6 +352,18 @@ func TestServerCreateOpsAndModes(t *testing.T) {
 	if want := []OpCode{OpCreate2, OpCreate, OpCreate, OpCreate}; !slices.Equal(gotOps, want) {
 		t.Fatalf("multi result types %v, want %v", gotOps, want)
 	}
+	zxid := h.s.LastZxid()
+	r = h.do(a, mkMulti(mkCreate("/n1", nil, 0), Request{Op: OpCreate, Path: "/n2", Mode: zk.FlagTTL, ACL: openACL}))
+	if r.Err != CodeMarshallingError || r.Multi != nil || r.Zxid != zxid+1 {
+		t.Fatalf("a multi with a TTL-flagged create: %+v, want MARSHALLINGERROR alone, an error transaction", r)
+	}
+	if _, ok := h.s.Node("/n1"); ok {
+		t.Fatalf("a refused multi created /n1")
+	}
+	r = h.do(a, mkMulti(mkCreate("/x/y", nil, 0), Request{Op: OpCreate, Path: "/n2", Mode: zk.FlagTTL, ACL: openACL}))
+	if r.Err != CodeOK || len(r.Multi) != 2 || r.Multi[0].Err != CodeNoNode || r.Multi[1].Err != CodeRuntimeInconsistency {
+		t.Fatalf("a TTL-flagged create after a failed op: %+v, want NONODE, RUNTIMEINCONSISTENCY", r)
+	}
 	if ownerKind(h.s.nodes["/m4"].ephemeralOwner) != ownerContainer || ownerKind(h.s.nodes["/m0"].ephemeralOwner) != ownerNone {
 		t.Fatalf("a multi's creates: /m4 owner %#x, /m0 owner %#x", h.s.nodes["/m4"].ephemeralOwner, h.s.nodes["/m0"].ephemeralOwner)
 	}

@@ -316,6 +316,23 @@ var rawCases = []rawCase{
 		step(3, sim.Request{Op: -12}),
 		step(4, rCreate("R/still", "", 0)),
 	}},
+	{"a multi's create with a TTL mode cannot be read: MARSHALLINGERROR, unless an earlier op failed", 1, []rawStep{
+		step(0, sim.Request{Op: sim.OpMulti, Ops: []sim.Request{
+			rCreate("R/a", "", 0),
+			rCreateTTL(sim.OpCreate, "R/b", zk.FlagTTL, 0),
+		}}),
+		step(0, sim.Request{Op: sim.OpMulti, Ops: []sim.Request{
+			rCreateTTL(sim.OpCreateCont, "R/c", zk.FlagPersistentSequentialWithTTL, 0),
+		}}),
+		step(0, sim.Request{Op: sim.OpMulti, Ops: []sim.Request{
+			rCreate("R/x/y", "", 0),
+			rCreateTTL(sim.OpCreate2, "R/e", zk.FlagTTL, 0),
+		}}),
+		step(0, sim.Request{Op: sim.OpMulti, Ops: []sim.Request{
+			rCreateTTL(sim.OpCreateTTL, "R/f", zk.FlagTTL, 10),
+		}}),
+		step(0, rRead(sim.OpGetChildren, "R", false)),
+	}},
 	{"create modes: the op decides the owner, the mode the checks", 1, []rawStep{
 		step(0, rCreateTTL(sim.OpCreateCont, "R/cc", zk.FlagContainer, 0)),
 		step(0, rCreateTTL(sim.OpCreateCont, "R/c0", zk.FlagPersistent, 0)),
