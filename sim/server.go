@@ -949,10 +949,12 @@ func (s *Server) multi(nowMs int64, sess *serverSession, req Request, t *txn) Re
 	defer func() { s.overlay = o[:0] }()
 	writes := make([]write, len(req.Ops))
 	results := make([]MultiResult, len(req.Ops))
-	for i, op := range req.Ops {
-		if op.Op == OpMulti || !op.Op.isWrite() || op.Op == OpCloseSession || op.Op == OpSetACL {
-			panic(fmt.Sprintf("sim: %v inside a multi", op.Op))
+	for _, op := range req.Ops {
+		if !multiWriteOp(op.Op) {
+			return Response{Err: CodeMarshallingError}
 		}
+	}
+	for i, op := range req.Ops {
 		op = multiCreateOp(op)
 		if multiCreateUnreadable(op) {
 			return Response{Err: CodeMarshallingError}

@@ -352,6 +352,13 @@ func TestServerCreateOpsAndModes(t *testing.T) {
 	if want := []OpCode{OpCreate2, OpCreate, OpCreate, OpCreate}; !slices.Equal(gotOps, want) {
 		t.Fatalf("multi result types %v, want %v", gotOps, want)
 	}
+	for _, bad := range []Request{watchGet("/"), {Op: OpGetChildrenNoStat, Path: "/"}, watchExists("/"), {Op: OpSetACL, Path: "/", ACL: openACL, Version: -1}, mkMulti(), {Op: OpCloseSession}} {
+		zxid := h.s.LastZxid()
+		r := h.do(a, mkMulti(mkCreate("/n0", nil, 0), bad))
+		if r.Err != CodeMarshallingError || r.Multi != nil || r.Zxid != zxid+1 {
+			t.Fatalf("a multi with %v: %+v, want MARSHALLINGERROR alone, an error transaction", bad.Op, r)
+		}
+	}
 	zxid := h.s.LastZxid()
 	r = h.do(a, mkMulti(mkCreate("/n1", nil, 0), Request{Op: OpCreate, Path: "/n2", Mode: zk.FlagTTL, ACL: openACL}))
 	if r.Err != CodeMarshallingError || r.Multi != nil || r.Zxid != zxid+1 {

@@ -316,6 +316,15 @@ var rawCases = []rawCase{
 		step(3, sim.Request{Op: -12}),
 		step(4, rCreate("R/still", "", 0)),
 	}},
+	{"a multi with anything but create, delete, setData and check fails whole", 1, []rawStep{
+		step(0, sim.Request{Op: sim.OpMulti, Ops: []sim.Request{rCreate("R/a", "", 0), rRead(sim.OpGetData, "R", false)}}),
+		step(0, sim.Request{Op: sim.OpMulti, Ops: []sim.Request{rRead(sim.OpGetData, "R", false)}}),
+		step(0, sim.Request{Op: sim.OpMulti, Ops: []sim.Request{rRead(sim.OpGetChildrenNoStat, "R", false), rCreate("R/b", "", 0)}}),
+		step(0, sim.Request{Op: sim.OpMulti, Ops: []sim.Request{rCreate("R/c", "", 0), rRead(sim.OpExists, "R", false)}}),
+		step(0, sim.Request{Op: sim.OpMulti, Ops: []sim.Request{rCreateTTL(sim.OpCreate, "R/t", zk.FlagTTL, 0), rRead(sim.OpGetData, "R", false)}}),
+		step(0, sim.Request{Op: sim.OpMulti, Ops: []sim.Request{}}),
+		step(0, rRead(sim.OpGetChildren, "R", false)),
+	}},
 	{"a multi's create with a TTL mode cannot be read: MARSHALLINGERROR, unless an earlier op failed", 1, []rawStep{
 		step(0, sim.Request{Op: sim.OpMulti, Ops: []sim.Request{
 			rCreate("R/a", "", 0),
