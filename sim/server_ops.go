@@ -65,7 +65,7 @@ func (s *Server) receiveMore(nowMs int64, conn ConnID, sess *serverSession, req 
 		s.commit(t)
 		s.reply(conn, Response{Xid: req.Xid, Zxid: t.zxid, Err: CodeMarshallingError})
 	case OpGetACL, OpSetACL, OpAuth, OpSASL, OpWhoAmI:
-		panic(fmt.Sprintf("sim: server does not handle %v yet", req.Op))
+		panic(fmt.Sprintf("sim: %v reached receiveMore; Receive handles it", req.Op))
 	default:
 		s.unknownOp(conn, req)
 	}
