@@ -633,7 +633,7 @@ func (s *Server) getChildren(conn ConnID, req Request) {
 // warns about.
 func (s *Server) setWatches(conn ConnID, req Request) {
 	for _, path := range req.DataWatches {
-		n := s.nodes[path]
+		n := s.readNode(path)
 		switch {
 		case n == nil:
 			s.event(conn, zk.EventNodeDeleted, path)
@@ -644,14 +644,14 @@ func (s *Server) setWatches(conn ConnID, req Request) {
 		}
 	}
 	for _, path := range req.ExistWatches {
-		if s.nodes[path] != nil {
+		if s.readNode(path) != nil {
 			s.event(conn, zk.EventNodeCreated, path)
 		} else {
 			addWatcher(s.dataWatches, path, conn)
 		}
 	}
 	for _, path := range req.ChildWatches {
-		n := s.nodes[path]
+		n := s.readNode(path)
 		switch {
 		case n == nil:
 			s.event(conn, zk.EventNodeDeleted, path)

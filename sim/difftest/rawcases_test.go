@@ -219,6 +219,15 @@ var rawCases = []rawCase{
 		step(1, rCreate("R/x", "", 0)),
 		step(1, rSet("R/a", "z")),
 	}},
+	{"setWatches of the empty path: the root's node, a watch that never fires", 2, []rawStep{
+		step(0, sim.Request{Op: sim.OpSetWatches, RelativeZxid: 1 << 60,
+			DataWatches: []string{""}, ExistWatches: []string{""}, ChildWatches: []string{""}}),
+		step(0, sim.Request{Op: sim.OpSetWatches2, RelativeZxid: 1 << 60,
+			PersistentWatches: []string{""}, PersistentRecursiveWatches: []string{""}}),
+		step(1, rCreate("R/x", "", 0)),
+		step(0, rWatches(sim.OpRemoveWatches, "", sim.WatcherAny)),
+		step(0, rWatches(sim.OpRemoveWatches, "", sim.WatcherAny)),
+	}},
 	{"getEphemerals by prefix", 2, []rawStep{
 		step(0, rCreate("R/e", "", 0)),
 		step(0, rCreate("R/e/a", "", zk.FlagEphemeral)),
