@@ -577,6 +577,13 @@ func (s *Server) reply(conn ConnID, r Response) {
 // --- reads ---
 
 func (s *Server) exists(conn ConnID, req Request) {
+	if strings.IndexByte(req.Path, 0) >= 0 {
+		// FinalRequestProcessor refuses a NUL in an exists path before it
+		// looks (and sets no watch); the other reads just find nothing
+		// (measured on 3.8.0).
+		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeBadArguments})
+		return
+	}
 	n := s.readNode(req.Path)
 	if req.Watch {
 		// exists sets a data watch whether or not the node exists; on a

@@ -228,6 +228,16 @@ var rawCases = []rawCase{
 		step(0, rWatches(sim.OpRemoveWatches, "", sim.WatcherAny)),
 		step(0, rWatches(sim.OpRemoveWatches, "", sim.WatcherAny)),
 	}},
+	{"a NUL in a read's path: exists refuses it, the others find nothing", 1, []rawStep{
+		step(0, rRead(sim.OpExists, "R/a\x00b", true)),
+		step(0, rRead(sim.OpGetData, "R/a\x00b", true)),
+		step(0, rRead(sim.OpGetChildren, "R\x00", true)),
+		step(0, rRead(sim.OpGetChildrenNoStat, "R\x00", true)),
+		step(0, rRead(sim.OpExists, "R\x00", false)),
+		step(0, sim.Request{Op: sim.OpSync, Path: "R\x00"}),
+		step(0, sim.Request{Op: sim.OpGetAllChildrenNum, Path: "R\x00"}),
+		step(0, rWatches(sim.OpCheckWatches, "R/a\x00b", sim.WatcherData)),
+	}},
 	{"getEphemerals by prefix", 2, []rawStep{
 		step(0, rCreate("R/e", "", 0)),
 		step(0, rCreate("R/e/a", "", zk.FlagEphemeral)),
