@@ -14,6 +14,11 @@ import (
 // that watches, their ancestors and the changes meet often.
 var rawPaths = []string{"R", "R/a", "R/a/b", "R/a/b/c", "R/b", "R/ab"}
 
+// oddPaths are paths only a raw client sends: a trailing slash, a NUL, no
+// slash at all. (The root's two names, "/" and "", would read the whole
+// tree, which other cases share; the watch ops use "" below.)
+var oddPaths = []string{"R/a/", "R/a\x00", "no-slash"}
+
 // rawStepGen draws one request of the kinds only a raw client sends, mixed
 // with the writes and watching reads that make them interesting.
 func rawStepGen(clients int) *rapid.Generator[rawStep] {
@@ -21,6 +26,11 @@ func rawStepGen(clients int) *rapid.Generator[rawStep] {
 		c := rapid.IntRange(0, clients-1).Draw(t, "client")
 		path := rapid.SampledFrom(rawPaths[1:]).Draw(t, "path")
 		anyPath := rapid.SampledFrom(rawPaths).Draw(t, "watchPath")
+		if rapid.IntRange(0, 9).Draw(t, "odd") == 0 {
+			// Paths a client library would refuse, which the server takes
+			// as they come.
+			anyPath = rapid.SampledFrom(oddPaths).Draw(t, "oddPath")
+		}
 		var req sim.Request
 		switch kind := rapid.IntRange(0, 15).Draw(t, "kind"); kind {
 		case 0, 1, 2:
@@ -35,8 +45,14 @@ func rawStepGen(clients int) *rapid.Generator[rawStep] {
 			op := rapid.SampledFrom([]sim.OpCode{sim.OpExists, sim.OpGetData, sim.OpGetChildren, sim.OpGetChildrenNoStat}).Draw(t, "readOp")
 			req = rRead(op, anyPath, rapid.Bool().Draw(t, "watch"))
 		case 9, 10:
+			if rapid.IntRange(0, 9).Draw(t, "emptyWatch") == 0 {
+				anyPath = ""
+			}
 			req = rAddWatch(anyPath, sim.AddWatchMode(rapid.IntRange(0, 1).Draw(t, "addMode")))
 		case 11:
+			if rapid.IntRange(0, 9).Draw(t, "emptyCheck") == 0 {
+				anyPath = ""
+			}
 			op := rapid.SampledFrom([]sim.OpCode{sim.OpCheckWatches, sim.OpRemoveWatches}).Draw(t, "watchesOp")
 			req = rWatches(op, anyPath, sim.WatcherType(rapid.IntRange(1, 3).Draw(t, "watcherType")))
 		case 12:
