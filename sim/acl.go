@@ -517,18 +517,23 @@ func (s *Server) allowed(id aclID, perm int32) bool {
 	return checkACL(s.acls.lists[id], perm, s.callerIDs())
 }
 
-// assertPermitted panics unless the caller has perm on the node at path as
-// the tree holds it now: apply calls it for every write it performs, so
-// that no write ever passes a check a real server would fail, whatever the
-// validation before it decided (it catches, for one, a multi that checked
-// a node created earlier in it against the wrong ACL).
-func (s *Server) assertPermitted(path string, perm int32) {
-	n := s.nodes[path]
+// assertPermitted panics unless the caller has perm on n, the node at
+// path as the tree holds it now: apply calls it for every write it
+// performs, so that no write ever passes a check a real server would fail,
+// whatever the validation before it decided (it catches, for one, a multi
+// that checked a node created earlier in it against the wrong ACL). The
+// ACLs that grant perm to everyone answer at once; the others go through
+// checkACL with the caller's ids.
+func (s *Server) assertPermitted(path string, n *znode, perm int32) {
 	if n == nil {
 		panic(fmt.Sprintf("sim: permission check on missing node %q", path))
 	}
-	if !checkACL(s.acls.lists[n.acl], perm, s.callerIDs()) {
-		panic(fmt.Sprintf("sim: connection %d passed a check on %q (perm %d, ACL %v, ids %v) that ZooKeeperServer.checkACL fails", s.caller, path, perm, s.acls.lists[n.acl], s.callerIDs()))
+	acl := s.acls.lists[n.acl]
+	if s.acls.world[n.acl]&perm != 0 && worldPerms(acl)&perm != 0 {
+		return
+	}
+	if !checkACL(acl, perm, s.callerIDs()) {
+		panic(fmt.Sprintf("sim: connection %d passed a check on %q (perm %d, ACL %v, ids %v) that ZooKeeperServer.checkACL fails", s.caller, path, perm, acl, s.callerIDs()))
 	}
 }
 
@@ -746,27 +751,9 @@ func (s *Server) validateSetACL(req Request, o *overlay) (write, Code) {
 // watch fires (DataTree.setACL).
 func (s *Server) setACL(w write, t *txn) Response {
 	n := s.nodes[w.path]
+	s.assertPermitted(w.path, n, zk.PermAdmin)
 	n.acl = w.acl
 	n.aversion++
 	t.touched = append(t.touched, w.path)
 	return Response{Stat: n.stat()}
-}
-
-// assertWritePermitted holds a validated write to the permission a real
-// server requires for it (assertPermitted).
-func (s *Server) assertWritePermitted(w write) {
-	switch w.req.Op {
-	case OpCreate, OpCreateCont, OpCreateTTL:
-		parent, _ := parentOf(w.path)
-		s.assertPermitted(parent, zk.PermCreate)
-	case OpDelete:
-		parent, _ := parentOf(w.path)
-		s.assertPermitted(parent, zk.PermDelete)
-	case OpSetData:
-		s.assertPermitted(w.path, zk.PermWrite)
-	case OpCheck:
-		s.assertPermitted(w.path, zk.PermRead)
-	case OpSetACL:
-		s.assertPermitted(w.path, zk.PermAdmin)
-	}
 }

@@ -491,19 +491,34 @@ func TestWatchNotificationsNeedRead(t *testing.T) {
 	}
 }
 
-// An ACL check the server decides is held to ZooKeeperServer.checkACL on
-// every write it applies: a write that slipped past validation panics.
-func TestAssertPermittedCatchesAWrongDecision(t *testing.T) {
-	h := newHarness(t, ServerConfig{})
-	c, _ := h.connect(10000)
-	h.ok(c, mkCreateACL("/ro", zk.WorldACL(zk.PermRead)))
-	h.s.caller = c
-	defer func() {
-		if recover() == nil {
-			t.Fatal("a create under a read-only node passed the assertion")
-		}
-	}()
-	h.s.assertWritePermitted(write{req: mkCreate("/ro/x", nil, 0), path: "/ro/x"})
+// Every write apply performs is held to ZooKeeperServer.checkACL on the
+// tree as it stands: a write that slipped past validation (here, one that
+// skipped it) panics rather than pass.
+func TestApplyAssertsPermission(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		acl  []zk.ACL
+		w    write
+	}{
+		{"create under a read-only node", zk.WorldACL(zk.PermRead), write{req: mkCreate("/p/x", nil, 0), path: "/p/x"}},
+		{"set without WRITE", zk.WorldACL(zk.PermAll &^ zk.PermWrite), write{req: mkSet("/p", nil, -1), path: "/p"}},
+		{"setACL without ADMIN", zk.WorldACL(zk.PermAll &^ zk.PermAdmin), write{req: Request{Op: OpSetACL, Path: "/p", Version: -1}, path: "/p"}},
+		{"set on alice's node", []zk.ACL{digestACL(zk.PermAll, "alice:pw")}, write{req: mkSet("/p", nil, -1), path: "/p"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, ServerConfig{})
+			c, sid := h.connect(10000)
+			h.addAuth(c, "digest", "alice:pw")
+			h.ok(c, mkCreateACL("/p", tc.acl))
+			h.s.caller = h.connectFrom("127.0.0.1") // no credentials
+			defer func() {
+				if recover() == nil {
+					t.Fatal("the write passed the assertion")
+				}
+			}()
+			h.s.apply(0, h.s.sessions[sid], tc.w, h.s.begin())
+		})
+	}
 }
 
 // whoAmI's order, measured on 3.8.0 with a raw client (auth packets with
