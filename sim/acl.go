@@ -1,7 +1,10 @@
 package sim
 
 import (
+	"net/netip"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -58,4 +61,51 @@ func (t *aclTable) allows(n *znode, perm int32) bool {
 		}
 	}
 	return false
+}
+
+// DefaultClientAddr is the address a connection opened with Open comes
+// from: a client on the server's own machine, as in the differential tests.
+var DefaultClientAddr = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+
+// authID is one identity of a connection: ZooKeeper's Id, a scheme and an
+// id ("ip" and "127.0.0.1", "digest" and "alice:<base64 SHA-1>").
+type authID struct {
+	scheme, id string
+}
+
+// connAuth is what the server knows of a connection's identities
+// (ServerCnxn.authInfo): its peer address, and the ids it holds, in the
+// order they were added.
+type connAuth struct {
+	addr netip.Addr
+	ids  []authID
+}
+
+func (s *Server) openAuth(conn ConnID, addr netip.Addr) {
+	if s.auth == nil {
+		s.auth = make(map[ConnID]*connAuth)
+	}
+	addr = addr.Unmap()
+	s.auth[conn] = &connAuth{addr: addr, ids: []authID{{"ip", javaHostAddress(addr)}}}
+}
+
+// javaHostAddress formats addr as InetAddress.getHostAddress does: dotted
+// quads for IPv4, eight uncompressed lowercase hex groups for IPv6.
+func javaHostAddress(addr netip.Addr) string {
+	if addr.Is4() || !addr.IsValid() {
+		return addr.String()
+	}
+	b := addr.As16()
+	var sb strings.Builder
+	for i := 0; i < 16; i += 2 {
+		if i > 0 {
+			sb.WriteByte(':')
+		}
+		sb.WriteString(strconv.FormatUint(uint64(b[i])<<8|uint64(b[i+1]), 16))
+	}
+	if z := addr.Zone(); z != "" {
+		sb.WriteByte('%')
+		sb.WriteString(z)
+	}
+	return sb.String()
 }

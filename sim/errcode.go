@@ -25,12 +25,23 @@ const (
 	CodeInvalidACL             Code = -114
 )
 
+// Codes of the 3.5+ operations (KeeperException.Code).
+const (
+	CodeSystemError      Code = -1
+	CodeMarshallingError Code = -5
+	CodeAPIError         Code = -100
+	CodeNoWatcher        Code = -121 // checkWatches, removeWatches: no such watch
+	CodeReconfigDisabled Code = -123
+)
+
 var codeNames = map[Code]string{
 	CodeOK: "OK", CodeRuntimeInconsistency: "RUNTIMEINCONSISTENCY", CodeUnimplemented: "UNIMPLEMENTED",
 	CodeBadArguments: "BADARGUMENTS", CodeNoNode: "NONODE", CodeBadVersion: "BADVERSION",
 	CodeNoChildrenForEphemeral: "NOCHILDRENFOREPHEMERALS", CodeNodeExists: "NODEEXISTS",
 	CodeNotEmpty: "NOTEMPTY", CodeSessionExpired: "SESSIONEXPIRED", CodeNoAuth: "NOAUTH",
-	CodeInvalidACL: "INVALIDACL",
+	CodeInvalidACL:  "INVALIDACL",
+	CodeSystemError: "SYSTEMERROR", CodeMarshallingError: "MARSHALLINGERROR", CodeAPIError: "APIERROR",
+	CodeNoWatcher: "NOWATCHER", CodeReconfigDisabled: "RECONFIGDISABLED",
 }
 
 func (c Code) String() string {
@@ -66,6 +77,10 @@ func (c Code) Error() error {
 		return zk.ErrNoAuth
 	case CodeInvalidACL:
 		return zk.ErrInvalidACL
+	case CodeAPIError:
+		return zk.ErrAPIError
+	case CodeReconfigDisabled:
+		return zk.ErrReconfigDisabled
 	}
 	return fmt.Errorf("unknown error: %v", zk.ErrCode(c))
 }

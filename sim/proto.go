@@ -11,28 +11,77 @@ import (
 type OpCode int32
 
 const (
-	OpCreate       OpCode = 1
-	OpDelete       OpCode = 2
-	OpExists       OpCode = 3
-	OpGetData      OpCode = 4
-	OpSetData      OpCode = 5
-	OpSync         OpCode = 9
-	OpPing         OpCode = 11
-	OpGetChildren  OpCode = 12 // getChildren2: children with the parent's Stat
-	OpCheck        OpCode = 13
-	OpMulti        OpCode = 14
-	OpCreateCont   OpCode = 19
-	OpCreateTTL    OpCode = 21
-	OpSetWatches   OpCode = 101
-	OpCloseSession OpCode = -11
+	OpNotification      OpCode = 0 // the opcode of a watch event's header, never a request
+	OpCreate            OpCode = 1
+	OpDelete            OpCode = 2
+	OpExists            OpCode = 3
+	OpGetData           OpCode = 4
+	OpSetData           OpCode = 5
+	OpGetACL            OpCode = 6
+	OpSetACL            OpCode = 7
+	OpGetChildrenNoStat OpCode = 8 // ZooKeeper's getChildren: children without a Stat
+	OpSync              OpCode = 9
+	OpPing              OpCode = 11
+	OpGetChildren       OpCode = 12 // getChildren2: children with the parent's Stat
+	OpCheck             OpCode = 13
+	OpMulti             OpCode = 14
+	OpCreate2           OpCode = 15 // create answered with the path and the new node's Stat
+	OpReconfig          OpCode = 16
+	OpCheckWatches      OpCode = 17
+	OpRemoveWatches     OpCode = 18
+	OpCreateCont        OpCode = 19
+	OpDeleteContainer   OpCode = 20 // internal to the server (ContainerManager); a client's is refused
+	OpCreateTTL         OpCode = 21
+	OpMultiRead         OpCode = 22
+	OpAuth              OpCode = 100
+	OpSetWatches        OpCode = 101
+	OpSASL              OpCode = 102
+	OpGetEphemerals     OpCode = 103
+	OpGetAllChildrenNum OpCode = 104 // getAllChildrenNumber
+	OpSetWatches2       OpCode = 105
+	OpAddWatch          OpCode = 106
+	OpWhoAmI            OpCode = 107
+	OpCreateSession     OpCode = -10
+	OpCloseSession      OpCode = -11
+	OpError             OpCode = -1 // the type of an error result in a multi's reply
 )
 
+// OpGetChildren2 is OpGetChildren under ZooKeeper's name for it.
+const OpGetChildren2 = OpGetChildren
+
 var opNames = map[OpCode]string{
-	OpCreate: "create", OpDelete: "delete", OpExists: "exists", OpGetData: "getData",
-	OpSetData: "setData", OpSync: "sync", OpPing: "ping", OpGetChildren: "getChildren",
-	OpCheck: "check", OpMulti: "multi", OpCreateCont: "createContainer", OpCreateTTL: "createTTL",
-	OpSetWatches: "setWatches", OpCloseSession: "closeSession",
+	OpNotification: "notification", OpCreate: "create", OpDelete: "delete", OpExists: "exists",
+	OpGetData: "getData", OpSetData: "setData", OpGetACL: "getACL", OpSetACL: "setACL",
+	OpGetChildrenNoStat: "getChildrenNoStat", OpSync: "sync", OpPing: "ping", OpGetChildren: "getChildren",
+	OpCheck: "check", OpMulti: "multi", OpCreate2: "create2", OpReconfig: "reconfig",
+	OpCheckWatches: "checkWatches", OpRemoveWatches: "removeWatches", OpCreateCont: "createContainer",
+	OpDeleteContainer: "deleteContainer", OpCreateTTL: "createTTL", OpMultiRead: "multiRead",
+	OpAuth: "auth", OpSetWatches: "setWatches", OpSASL: "sasl", OpGetEphemerals: "getEphemerals",
+	OpGetAllChildrenNum: "getAllChildrenNumber", OpSetWatches2: "setWatches2", OpAddWatch: "addWatch",
+	OpWhoAmI: "whoAmI", OpCreateSession: "createSession", OpCloseSession: "closeSession", OpError: "error",
 }
+
+// WatcherType is the type of watch checkWatches and removeWatches ask
+// about (Watcher.WatcherType).
+type WatcherType int32
+
+const (
+	WatcherChildren WatcherType = 1
+	WatcherData     WatcherType = 2
+	WatcherAny      WatcherType = 3
+)
+
+// AddWatchMode is the mode of an addWatch (AddWatchMode).
+type AddWatchMode int32
+
+const (
+	// AddWatchPersistent is a watch on one node that is not removed when
+	// it fires: data changes, creation, deletion and child changes.
+	AddWatchPersistent AddWatchMode = 0
+	// AddWatchPersistentRecursive is a persistent watch on a node and
+	// every node below it; it fires no NodeChildrenChanged.
+	AddWatchPersistentRecursive AddWatchMode = 1
+)
 
 func (op OpCode) String() string {
 	if name, ok := opNames[op]; ok {
@@ -62,13 +111,30 @@ type Request struct {
 	TTLMs   int64
 	Version int32
 	Watch   bool
-	ACL     []zk.ACL  // carried for the packet size only: the simulator grants every permission
-	Ops     []Request // multi: create, delete, setData and check requests
+	ACL     []zk.ACL  // create and setACL (whose Version is the expected aversion)
+	Ops     []Request // multi: create, delete, setData and check; multiRead: getData and getChildrenNoStat
 	// setWatches
 	RelativeZxid int64
 	DataWatches  []string
 	ExistWatches []string
 	ChildWatches []string
+	// auth (AuthPacket): the scheme and its credentials, e.g. "digest"
+	// and "user:password"
+	AuthScheme string
+	AuthData   []byte
+	// setWatches2: the persistent and persistent-recursive watches to
+	// re-register besides the three lists above.
+	PersistentWatches          []string
+	PersistentRecursiveWatches []string
+	// addWatch
+	AddWatchMode AddWatchMode
+	// checkWatches, removeWatches
+	WatcherType WatcherType
+	// reconfig (ReconfigRequest)
+	JoiningServers string
+	LeavingServers string
+	NewMembers     string
+	CurConfigID    int64
 }
 
 // Response is the server's reply to one request.
@@ -81,6 +147,20 @@ type Response struct {
 	Data     []byte
 	Children []string
 	Multi    []MultiResult
+	// Ephemerals answers getEphemerals: the session's ephemeral paths.
+	Ephemerals []string
+	// TotalNumber answers getAllChildrenNumber: the node's descendants.
+	TotalNumber int32
+	ACL         []zk.ACL     // getACL: the node's ACL, with its Stat
+	Clients     []ClientInfo // whoAmI: the identities of the connection
+}
+
+// ClientInfo is one identity a connection has authenticated as, as
+// whoAmI reports it (ClientInfo in zookeeper.jute): the scheme and the id,
+// e.g. "ip" and "127.0.0.1", or "digest" and "alice".
+type ClientInfo struct {
+	AuthScheme string
+	User       string
 }
 
 // ConnectRequest opens a session (SessionID 0) or resumes one.
@@ -126,9 +206,15 @@ type Output struct {
 // MultiResponse carries it: on failure every op is an error result, CodeOK
 // for the ops before the failing one and RUNTIMEINCONSISTENCY after it
 // (DataTree.processTxn, OpCode.multi).
+//
+// A multiRead's results are independent: each is a GetDataResult (Op
+// OpGetData, Data and Stat), a GetChildrenResult (Op OpGetChildrenNoStat,
+// Children) or an error result of its own.
 type MultiResult struct {
-	Op   OpCode // the op's own type, or 0 for an error result
-	Err  Code
-	Path string
-	Stat zk.Stat
+	Op       OpCode // the op's own type, or 0 for an error result (OpError on the wire)
+	Err      Code
+	Path     string
+	Stat     zk.Stat
+	Data     []byte   // multiRead's getData
+	Children []string // multiRead's getChildren
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -149,6 +150,9 @@ type Server struct {
 	acls          *aclTable
 	expiringNodes int  // containers and TTL nodes, which the ContainerManager sweeps
 	checkEvery    bool // check the whole tree after every transaction, not only what it touched
+
+	// auth holds each live connection's identities (ServerCnxn.authInfo).
+	auth map[ConnID]*connAuth
 }
 
 // NewServer returns a server with ZooKeeper's initial tree: "/", and
@@ -214,21 +218,39 @@ func (s *Server) send(o Output) { s.outputs = append(s.outputs, o) }
 
 func (s *Server) wallMs(nowMs int64) int64 { return s.cfg.EpochMs + nowMs }
 
-// Open registers a new client connection (the TCP accept).
-func (s *Server) Open(conn ConnID) {
+// Open registers a new client connection (the TCP accept) from
+// DefaultClientAddr.
+func (s *Server) Open(conn ConnID) { s.OpenFrom(conn, DefaultClientAddr) }
+
+// OpenFrom registers a new client connection from the peer address addr:
+// the connection starts out authenticated as ip:addr, as NIOServerCnxn's
+// constructor adds that id, and the ip scheme matches against it.
+func (s *Server) OpenFrom(conn ConnID, addr netip.Addr) {
 	if _, ok := s.conns[conn]; ok {
 		panic(fmt.Sprintf("sim: connection %d opened twice", conn))
 	}
 	s.conns[conn] = 0
+	s.openAuth(conn, addr)
 }
 
 // Connect handles a ConnectRequest on an open connection: it creates a
 // session, or reattaches the one asked for if it is still alive; an expired
 // or unknown session is answered with session id 0 and the connection is
-// closed (ZooKeeperServer.finishSessionInit).
+// closed (ZooKeeperServer.finishSessionInit). A client whose last seen zxid
+// is ahead of the server's is refused: its connection is closed unanswered.
 func (s *Server) Connect(nowMs int64, conn ConnID, req ConnectRequest) {
 	if _, ok := s.conns[conn]; !ok {
 		panic(fmt.Sprintf("sim: connect on unknown connection %d", conn))
+	}
+	if req.LastZxidSeen > s.lastZxid {
+		// A client that has seen a later zxid than this server has applied
+		// must not get a session here: the server closes the connection
+		// without an answer (ZooKeeperServer.processConnectRequest,
+		// "Refusing session request for client ... as it has seen zxid",
+		// DisconnectReason.CLIENT_ZXID_AHEAD).
+		s.dropConn(conn)
+		s.send(Output{Conn: conn, Kind: OutClose})
+		return
 	}
 	timeout := min(max(int64(req.TimeoutMs), s.cfg.MinSessionTimeoutMs), s.cfg.MaxSessionTimeoutMs)
 	if req.SessionID == 0 {
@@ -303,6 +325,7 @@ func (s *Server) dropConn(conn ConnID) {
 		}
 	}
 	delete(s.conns, conn)
+	delete(s.auth, conn)
 	removeWatcher(s.dataWatches, conn)
 	removeWatcher(s.childWatches, conn)
 }

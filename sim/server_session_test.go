@@ -354,3 +354,28 @@ func TestServerPacketLimit(t *testing.T) {
 		})
 	}
 }
+
+// A client that has seen a zxid the server has not applied is refused: the
+// connection closes with no ConnectResponse, and no session or zxid is
+// spent (ZooKeeperServer.processConnectRequest, CLIENT_ZXID_AHEAD; the
+// wire tests check it against a real 3.8 server).
+func TestServerRefusesClientAhead(t *testing.T) {
+	h := newHarness(t, ServerConfig{})
+	a, sid := h.connect(4000)
+	zxid := h.s.LastZxid()
+	c := h.open()
+	h.s.Connect(h.nowMs, c, ConnectRequest{SessionID: sid, Passwd: sessionPasswd(sid), TimeoutMs: 4000, LastZxidSeen: zxid + 1})
+	if out := h.take(c); len(out) != 1 || out[0].Kind != OutClose || h.s.HasConn(c) {
+		t.Fatalf("client ahead: got %+v, want the connection closed unanswered", out)
+	}
+	if h.s.LastZxid() != zxid || len(h.s.Sessions()) != 1 {
+		t.Fatalf("refusal changed the server: zxid %#x (was %#x), sessions %v", h.s.LastZxid(), zxid, h.s.Sessions())
+	}
+	// The session is untouched and still on its connection; a client
+	// level with the server is welcome.
+	h.ok(a, Request{Op: OpPing})
+	d := h.open()
+	if r := h.connectOn(d, ConnectRequest{SessionID: sid, Passwd: sessionPasswd(sid), TimeoutMs: 4000, LastZxidSeen: zxid}); r.SessionID != sid {
+		t.Fatalf("client level with the server refused: %+v", r)
+	}
+}

@@ -1,0 +1,559 @@
+package wire
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/zklab/zklab/sim"
+)
+
+// Config configures a Server. The zero value serves with ZooKeeper's
+// limits but unlimited connections per address.
+type Config struct {
+	// MaxFrameBytes is jute.maxbuffer as the server applies it to a
+	// request's length prefix: a longer frame closes its connection
+	// unread (NIOServerCnxn.readLength "Len error"). Zero means the
+	// simulated server's own limit, sim.ServerConfig.MaxPacketBytes
+	// (0xfffff, measured on ZooKeeper 3.8).
+	MaxFrameBytes int
+	// MaxClientCnxns is maxClientCnxns: the connections one remote IP may
+	// hold at once. Past it a new connection is closed at accept, before
+	// it is read, as NIOServerCnxnFactory refuses it ("Too many
+	// connections from IP - max is N"). Zero means unlimited (ZooKeeper's
+	// own default is 60; a zoo.cfg reader should pass that on).
+	MaxClientCnxns int
+	// FourLetterWord, if set, answers a four-letter word: a connection
+	// whose first four bytes are lowercase ASCII letters (never a valid
+	// length: they read as more than 1.6 GB) gets the word and a writer
+	// for its answer, and is closed after, as ZooKeeper closes it. Without
+	// it such a connection is closed as a frame past MaxFrameBytes.
+	FourLetterWord func(word string, w io.Writer)
+	// Observer, if set, is told everything the server does, in order.
+	Observer Observer
+}
+
+// A Server serves the ZooKeeper client protocol over one pure
+// *sim.Server. It only translates: it decodes frames into sim.Requests,
+// feeds them to the simulated server with the current time, and encodes
+// what the simulated server outputs back into frames. Every ZooKeeper
+// semantics is the simulated server's.
+//
+// Its clock is package time's: wall-clock time on a real network, virtual
+// time inside a testing/synctest bubble. Virtual time 0 of the simulated
+// server is the moment New is called; the simulated server must not have
+// been used before. A Server used under synctest must be made inside the
+// bubble, and closed before the bubble ends.
+//
+// One mutex guards the simulated server: requests from all connections are
+// applied one at a time, in the order they take it.
+type Server struct {
+	cfg Config
+	obs Observer
+
+	mu        sync.Mutex
+	sim       *sim.Server
+	start     time.Time
+	closed    bool
+	nextConn  sim.ConnID
+	conns     map[sim.ConnID]*conn
+	perIP     map[string]int
+	listeners map[net.Listener]struct{}
+	timer     *time.Timer
+	timerAtMs int64 // the deadline the timer is armed for, math.MaxInt64 if none
+	stats     counters
+
+	wg sync.WaitGroup // every goroutine the server started
+}
+
+// New returns a server for srv, which it owns from now on: every call into
+// srv must go through the Server (Inspect for reading).
+func New(srv *sim.Server, cfg Config) *Server {
+	if cfg.MaxFrameBytes == 0 {
+		cfg.MaxFrameBytes = srv.Config().MaxPacketBytes
+	}
+	obs := cfg.Observer
+	if obs == nil {
+		obs = NopObserver{}
+	}
+	s := &Server{
+		cfg:       cfg,
+		obs:       obs,
+		sim:       srv,
+		start:     time.Now(),
+		conns:     make(map[sim.ConnID]*conn),
+		perIP:     make(map[string]int),
+		listeners: make(map[net.Listener]struct{}),
+		timerAtMs: math.MaxInt64,
+	}
+	s.stats.latencyMinMs = math.MaxInt64
+	s.timer = time.AfterFunc(time.Hour, s.onTimer)
+	s.timer.Stop()
+	return s
+}
+
+// ErrServerClosed is returned by Serve and ServeConn after Close.
+var ErrServerClosed = errors.New("wire: server closed")
+
+// Serve accepts connections on l and serves each until it closes. It
+// returns when l fails or the server is closed (ErrServerClosed); it does
+// not close l unless the server is closed.
+func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	s.listeners[l] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, l)
+		s.mu.Unlock()
+	}()
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return ErrServerClosed
+			}
+			return err
+		}
+		s.ServeConn(nc)
+	}
+}
+
+// ServeConn serves one client connection (a net.Pipe end, say) in the
+// background and returns at once; the server closes nc when it is done
+// with it. After Close it closes nc and returns ErrServerClosed.
+func (s *Server) ServeConn(nc net.Conn) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		nc.Close()
+		return ErrServerClosed
+	}
+	remote := nc.RemoteAddr().String()
+	addr := remoteIP(nc)
+	ipKey := addr.String()
+	at := time.Now()
+	if s.cfg.MaxClientCnxns > 0 && s.perIP[ipKey] >= s.cfg.MaxClientCnxns {
+		nc.Close()
+		s.obs.ConnRefused(at, remote, fmt.Sprintf("too many connections from %s - max is %d", ipKey, s.cfg.MaxClientCnxns))
+		return nil
+	}
+	s.nextConn++
+	c := &conn{
+		s: s, id: s.nextConn, nc: nc, remote: remote, ipKey: ipKey, opened: at,
+		pending: make(map[int32]pendingRequest),
+		wake:    make(chan struct{}, 1),
+	}
+	c.stats.latencyMinMs = math.MaxInt64
+	s.conns[c.id] = c
+	s.perIP[ipKey]++
+	s.sim.OpenFrom(c.id, addr)
+	s.obs.ConnOpened(at, c.infoLocked())
+	s.wg.Add(2)
+	go c.readLoop()
+	go c.writeLoop()
+	return nil
+}
+
+// remoteIP is the peer's IP for the simulated server's ip scheme and for
+// maxClientCnxns; a connection with no IP (net.Pipe) counts as
+// sim.DefaultClientAddr.
+func remoteIP(nc net.Conn) netip.Addr {
+	if tcp, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		if ap := tcp.AddrPort(); ap.Addr().IsValid() {
+			return ap.Addr().Unmap()
+		}
+	}
+	return sim.DefaultClientAddr
+}
+
+// Close stops the server: it closes its listeners and every connection,
+// stops its timer and waits for all its goroutines to end. The simulated
+// server keeps its state (Inspect still reads it).
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.wg.Wait()
+		return nil
+	}
+	s.closed = true
+	for l := range s.listeners {
+		l.Close()
+	}
+	for _, c := range s.conns {
+		c.nc.Close()
+	}
+	s.timer.Stop()
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+// Inspect runs fn with the simulated server, under the server's lock: for
+// reading its state (NodeCount, Sessions, Node, LastZxid, ...). fn must not
+// change it or call back into s.
+func (s *Server) Inspect(fn func(srv *sim.Server)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn(s.sim)
+}
+
+// ExpireSession expires a session now, as if its timeout had run out
+// (sim.Server.ExpireSession): a fault a test injects. It reports whether
+// the session was live.
+func (s *Server) ExpireSession(id int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	nowMs := s.nowMs()
+	s.advanceLocked(nowMs)
+	ok := s.sim.ExpireSession(nowMs, id)
+	s.stepInternalLocked(nowMs)
+	s.rearmLocked(nowMs)
+	return ok
+}
+
+// nowMs is the simulated server's time: milliseconds since New.
+func (s *Server) nowMs() int64 { return time.Since(s.start).Milliseconds() }
+
+// advanceLocked lets the simulated server's time reach nowMs before
+// anything else happens at nowMs: a session whose deadline has passed
+// expires before a request that arrives later is applied, whichever
+// goroutine the runtime schedules first.
+func (s *Server) advanceLocked(nowMs int64) {
+	if nowMs < s.timerAtMs {
+		return
+	}
+	s.timerAtMs = math.MaxInt64
+	s.sim.Tick(nowMs)
+	s.flushLocked()
+	s.stepInternalLocked(nowMs)
+}
+
+// stepInternalLocked applies the closeSessions of expired sessions.
+func (s *Server) stepInternalLocked(nowMs int64) {
+	for s.sim.HasInternal() {
+		id := s.sim.StepInternal(nowMs)
+		s.obs.SessionExpired(time.Now(), id)
+		s.flushLocked()
+	}
+}
+
+// rearmLocked sets the timer for the simulated server's next deadline.
+func (s *Server) rearmLocked(nowMs int64) {
+	next := s.sim.NextDeadlineMs()
+	if next == s.timerAtMs || s.closed {
+		return
+	}
+	s.timerAtMs = next
+	if next == math.MaxInt64 {
+		s.timer.Stop()
+		return
+	}
+	s.timer.Reset(time.Duration(max(next-nowMs, 0)) * time.Millisecond)
+}
+
+func (s *Server) onTimer() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	nowMs := s.nowMs()
+	s.advanceLocked(nowMs)
+	s.rearmLocked(nowMs)
+}
+
+// flushLocked turns the simulated server's outputs into frames on their
+// connections' queues, in order.
+func (s *Server) flushLocked() {
+	at := time.Now()
+	for _, o := range s.sim.Outputs() {
+		c := s.conns[o.Conn]
+		if c == nil {
+			panic(fmt.Sprintf("wire: output for unknown connection %d", o.Conn))
+		}
+		switch o.Kind {
+		case sim.OutConnect:
+			c.enqueue(AppendConnectResponse(c.out, o.Connect, c.connect.HasReadOnly))
+			if o.Connect.SessionID != 0 {
+				c.session = o.Connect.SessionID
+				c.timeoutMs = o.Connect.TimeoutMs
+			}
+			s.obs.Handshake(at, c.id, c.connect, o.Connect)
+			if c.connect.SessionID == 0 && o.Connect.SessionID != 0 {
+				s.obs.SessionCreated(at, c.id, o.Connect.SessionID, o.Connect.TimeoutMs)
+			}
+		case sim.OutReply:
+			r := o.Reply
+			p, ok := c.pending[r.Xid]
+			if !ok {
+				panic(fmt.Sprintf("wire: reply to xid %d, which connection %d has not sent", r.Xid, c.id))
+			}
+			delete(c.pending, r.Xid)
+			c.enqueue(AppendReply(c.out, p.op, &r))
+			latencyMs := int64(at.Sub(p.at) / time.Millisecond)
+			c.stats.reply(latencyMs, r.Zxid, at)
+			s.stats.reply(latencyMs)
+			s.obs.ReplySent(at, c.id, c.session, p.op, r)
+			if p.op == sim.OpCloseSession && r.Err == sim.CodeOK {
+				s.obs.SessionClosed(at, c.session)
+			}
+		case sim.OutEvent:
+			c.enqueue(AppendEvent(c.out, o.Event))
+			s.obs.WatchEventSent(at, c.id, c.session, o.Event)
+		case sim.OutClose:
+			c.closeAfterFlush("closed by the server")
+		}
+	}
+}
+
+// pendingRequest is a request the simulated server has not answered yet:
+// its reply is encoded by its type.
+type pendingRequest struct {
+	op sim.OpCode
+	at time.Time
+}
+
+// conn is one client connection: a reader goroutine that decodes frames
+// and applies them under the server's lock, and a writer goroutine that
+// sends what the server queued, so that no lock is held during I/O.
+type conn struct {
+	s       *Server
+	id      sim.ConnID
+	nc      net.Conn
+	remote  string
+	ipKey   string
+	opened  time.Time
+	connect ConnectRequest // the handshake, once received
+	session int64
+	// timeoutMs is the negotiated session timeout.
+	timeoutMs int32
+	pending   map[int32]pendingRequest
+	stats     connCounters
+
+	// Guarded by s.mu: the frames queued for the writer, the buffer the
+	// writer gives back, and whether to close after them.
+	out         []byte
+	queued      int // frames in out
+	spare       []byte
+	closing     bool
+	closeReason string
+	gone        bool // the reader has ended and reported the close
+	wake        chan struct{}
+}
+
+func (c *conn) enqueue(b []byte) {
+	c.out = b
+	c.queued++
+	c.stats.sent++
+	c.s.stats.sent++
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *conn) closeAfterFlush(reason string) {
+	if !c.closing {
+		c.closing = true
+		c.closeReason = reason
+	}
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// frameReadBytes is the read buffer of a connection: pipelined clients
+// send many small frames per read.
+const frameReadBytes = 64 << 10
+
+func (c *conn) readLoop() {
+	defer c.s.wg.Done()
+	r := bufio.NewReaderSize(c.nc, frameReadBytes)
+	var buf []byte
+	first := true
+	for {
+		var prefix [4]byte
+		if _, err := io.ReadFull(r, prefix[:]); err != nil {
+			c.end(readError(err))
+			return
+		}
+		if first && c.s.cfg.FourLetterWord != nil && isFourLetterWord(prefix) {
+			c.fourLetterWord(string(prefix[:]))
+			return
+		}
+		n := int32(binary.BigEndian.Uint32(prefix[:]))
+		if n < 0 || int(n) > c.s.cfg.MaxFrameBytes {
+			c.end(fmt.Sprintf("frame length %d is not within 0..%d (jute.maxbuffer)", n, c.s.cfg.MaxFrameBytes))
+			return
+		}
+		if cap(buf) < int(n) {
+			buf = make([]byte, n)
+		}
+		body := buf[:n]
+		if _, err := io.ReadFull(r, body); err != nil {
+			c.end(readError(err))
+			return
+		}
+		var reason string
+		if first {
+			reason = c.handshake(body)
+			first = false
+		} else {
+			reason = c.request(body)
+		}
+		if reason != "" {
+			c.end(reason)
+			return
+		}
+	}
+}
+
+func readError(err error) string {
+	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrClosedPipe) {
+		return "connection closed"
+	}
+	return err.Error()
+}
+
+// isFourLetterWord reports whether a connection's first four bytes are a
+// word rather than a length: four lowercase ASCII letters.
+func isFourLetterWord(b [4]byte) bool {
+	for _, x := range b {
+		if x < 'a' || x > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *conn) fourLetterWord(word string) {
+	w := bufio.NewWriter(c.nc)
+	c.s.cfg.FourLetterWord(word, w)
+	w.Flush()
+	c.end("four-letter word " + word)
+}
+
+// handshake applies the connect request. It returns why the connection
+// must close, or "".
+func (c *conn) handshake(body []byte) string {
+	req, err := DecodeConnectRequest(body)
+	if err != nil {
+		return err.Error()
+	}
+	s := c.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return "server closed"
+	}
+	nowMs := s.nowMs()
+	s.advanceLocked(nowMs)
+	c.connect = req
+	c.stats.received++
+	s.stats.received++
+	s.sim.Connect(nowMs, c.id, req.ConnectRequest)
+	s.flushLocked()
+	s.rearmLocked(nowMs)
+	return ""
+}
+
+// request applies one request. It returns why the connection must close,
+// or "".
+func (c *conn) request(body []byte) string {
+	req, err := DecodeRequest(body)
+	if err != nil {
+		return err.Error()
+	}
+	s := c.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return "server closed"
+	}
+	nowMs := s.nowMs()
+	s.advanceLocked(nowMs)
+	if !s.sim.HasConn(c.id) {
+		// The server has closed the connection (an expired session's
+		// handshake, closeSession): what the client sent after is unread.
+		return ""
+	}
+	at := time.Now()
+	c.stats.request(req, at)
+	s.stats.received++
+	c.pending[req.Xid] = pendingRequest{op: req.Op, at: at}
+	s.obs.RequestReceived(at, c.id, c.session, req)
+	s.sim.Receive(nowMs, c.id, req)
+	s.flushLocked()
+	s.rearmLocked(nowMs)
+	return ""
+}
+
+// end is the reader's last act: the connection is gone, by the client's
+// doing, a network error, or the server's. The simulated server is told
+// (the session lives on until it expires), and the writer stops after what
+// is queued.
+func (c *conn) end(reason string) {
+	s := c.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.closeAfterFlush(reason)
+	if s.sim.HasConn(c.id) {
+		s.sim.Disconnect(c.id)
+	}
+	c.gone = true
+	delete(s.conns, c.id)
+	if s.perIP[c.ipKey]--; s.perIP[c.ipKey] == 0 {
+		delete(s.perIP, c.ipKey)
+	}
+	s.obs.ConnClosed(time.Now(), c.infoLocked(), c.closeReason)
+	// Closing unblocks a writer stuck on a client that reads nothing.
+	c.nc.Close()
+}
+
+func (c *conn) writeLoop() {
+	defer c.s.wg.Done()
+	s := c.s
+	for range c.wake {
+		for {
+			s.mu.Lock()
+			buf := c.out
+			c.out = c.spare[:0]
+			c.spare = nil
+			c.queued = 0
+			closing := c.closing
+			s.mu.Unlock()
+			var err error
+			if len(buf) > 0 {
+				_, err = c.nc.Write(buf)
+			}
+			s.mu.Lock()
+			c.spare = buf[:0]
+			s.mu.Unlock()
+			if err != nil || len(buf) == 0 && closing {
+				// On a write error the reader sees the close and reports it.
+				c.nc.Close()
+				return
+			}
+			if len(buf) == 0 {
+				break
+			}
+		}
+	}
+}
