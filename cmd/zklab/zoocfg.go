@@ -23,13 +23,15 @@ type zooConfig struct {
 	maxSessionTimeoutMs int64  // maxSessionTimeout; -1 or absent: 20 ticks
 	maxClientCnxns      int    // maxClientCnxns per client address; 0 is no limit
 	maxClientCnxnsSet   bool
+	dataDir             string // dataDir: accepted, unused (zklab keeps everything in memory), shown by conf
 	// fourLetterWords is 4lw.commands.whitelist split at commas; "*" is
 	// every word. nil: the key was absent (ZooKeeper 3.5+ then allows
 	// only srvr).
 	fourLetterWords []string
 }
 
-// ignoredZooKeys are the zoo.cfg keys `zklab serve` accepts and ignores:
+// ignoredZooKeys are the zoo.cfg keys `zklab serve` accepts and ignores
+// (besides dataDir, which conf reports and nothing uses):
 // ZooKeeper settings that test harnesses and Debian's sample config write
 // but that change nothing a client of an in-memory standalone server can
 // see (storage, the admin server, quorum timing, metrics). Any other key
@@ -42,7 +44,6 @@ var ignoredZooKeys = []string{
 	"admin.serverPort",
 	"autopurge.purgeInterval",
 	"autopurge.snapRetainCount",
-	"dataDir",
 	"dataLogDir",
 	"globalOutstandingLimit",
 	"initLimit",
@@ -163,6 +164,9 @@ func (cfg *zooConfig) set(key, value string) error {
 		n, err := parseInt(key, value, 0, 1<<31-1)
 		cfg.maxClientCnxns, cfg.maxClientCnxnsSet = int(n), true
 		return err
+	case "dataDir":
+		cfg.dataDir = value
+		return nil
 	case "4lw.commands.whitelist":
 		words, err := parseFourLetterWords(value)
 		cfg.fourLetterWords = words
@@ -174,7 +178,7 @@ func (cfg *zooConfig) set(key, value string) error {
 	if isIndexedKey(key, "server.") {
 		return fmt.Errorf("%s: zklab serve runs one standalone server, not an ensemble", key)
 	}
-	return fmt.Errorf("unknown key %q (zklab serve reads clientPort, clientPortAddress, tickTime, minSessionTimeout, maxSessionTimeout, maxClientCnxns, 4lw.commands.whitelist, and ignores %s, authProvider.N)",
+	return fmt.Errorf("unknown key %q (zklab serve reads clientPort, clientPortAddress, tickTime, minSessionTimeout, maxSessionTimeout, maxClientCnxns, 4lw.commands.whitelist, and ignores dataDir, %s, authProvider.N)",
 		key, strings.Join(ignoredZooKeys, ", "))
 }
 

@@ -35,6 +35,7 @@ maxClientCnxns=0
 		clientPort: 21810, clientPortSet: true, clientPortAddress: "127.0.0.1",
 		tickTimeMs: 500, minSessionTimeoutMs: 1000, maxSessionTimeoutMs: -1,
 		maxClientCnxns: 0, maxClientCnxnsSet: true, fourLetterWords: []string{"*"},
+		dataDir: "/tmp/zk/srv1",
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("got %+v\nwant %+v", cfg, want)
