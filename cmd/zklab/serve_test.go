@@ -20,7 +20,7 @@ import (
 
 // zklabBinary builds the zklab command once per test binary, for the tests
 // that run it as a process (as a harness or a user would).
-func zklabBinary(t *testing.T) string {
+func zklabBinary(t testing.TB) string {
 	t.Helper()
 	builtZklab.once.Do(func() {
 		dir, err := os.MkdirTemp("", "zklab-bin-")
