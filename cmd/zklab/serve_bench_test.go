@@ -186,7 +186,6 @@ func BenchmarkServeStartToFirstSession(b *testing.B) {
 	})
 }
 
-
 // The server's own capacity, without go-zookeeper's costs (a write
 // system call per request, two reads per reply): one connection, a raw
 // client that writes pipelineDepth requests (half getData, half setData)
