@@ -23,6 +23,7 @@ const (
 	CodeNotEmpty               Code = -111
 	CodeSessionExpired         Code = -112
 	CodeInvalidACL             Code = -114
+	CodeAuthFailed             Code = -115
 )
 
 // Codes of the 3.5+ operations (KeeperException.Code).
@@ -39,7 +40,7 @@ var codeNames = map[Code]string{
 	CodeBadArguments: "BADARGUMENTS", CodeNoNode: "NONODE", CodeBadVersion: "BADVERSION",
 	CodeNoChildrenForEphemeral: "NOCHILDRENFOREPHEMERALS", CodeNodeExists: "NODEEXISTS",
 	CodeNotEmpty: "NOTEMPTY", CodeSessionExpired: "SESSIONEXPIRED", CodeNoAuth: "NOAUTH",
-	CodeInvalidACL:  "INVALIDACL",
+	CodeInvalidACL: "INVALIDACL", CodeAuthFailed: "AUTHFAILED",
 	CodeSystemError: "SYSTEMERROR", CodeMarshallingError: "MARSHALLINGERROR", CodeAPIError: "APIERROR",
 	CodeNoWatcher: "NOWATCHER", CodeReconfigDisabled: "RECONFIGDISABLED",
 }
@@ -81,6 +82,8 @@ func (c Code) Error() error {
 		return zk.ErrAPIError
 	case CodeReconfigDisabled:
 		return zk.ErrReconfigDisabled
+	case CodeAuthFailed:
+		return zk.ErrAuthFailed
 	}
 	return fmt.Errorf("unknown error: %v", zk.ErrCode(c))
 }

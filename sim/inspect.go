@@ -5,26 +5,30 @@ import (
 	"slices"
 )
 
-// Watch is one registered one-shot watch, for inspection (the four-letter
-// words wchs, wchc and wchp).
+// Watch is one registered watch, for inspection (the four-letter words
+// wchs, wchc and wchp).
 type Watch struct {
 	Path  string
 	Conn  ConnID
-	Child bool // a child watch (getChildren); otherwise a data or exist watch
+	Child bool // in the child table (getChildren); otherwise the data table (getData, exists)
+	// Persistent and Recursive say an addWatch's mode; both false is a
+	// one-shot watch.
+	Persistent, Recursive bool
 }
 
 // Watches lists the registered watches, by path, then kind, then
 // connection. It changes nothing.
 func (s *Server) Watches() []Watch {
 	var list []Watch
-	for path, conns := range s.dataWatches {
-		for _, c := range conns {
-			list = append(list, Watch{Path: path, Conn: c})
-		}
-	}
-	for path, conns := range s.childWatches {
-		for _, c := range conns {
-			list = append(list, Watch{Path: path, Conn: c, Child: true})
+	for _, table := range []*watchTable{s.dataWatches, s.childWatches} {
+		for path, conns := range table.paths {
+			for _, c := range conns {
+				mode := table.modes[connWatchKey{path, c}]
+				list = append(list, Watch{
+					Path: path, Conn: c, Child: table == s.childWatches,
+					Persistent: mode != watchStandard, Recursive: mode == watchPersistentRecursive,
+				})
+			}
 		}
 	}
 	slices.SortFunc(list, func(a, b Watch) int {

@@ -97,6 +97,12 @@ func (s *Server) CheckInvariants() error {
 			}
 		}
 	}
+	if err := s.checkWatchTable("data", s.dataWatches); err != nil {
+		return err
+	}
+	if err := s.checkWatchTable("child", s.childWatches); err != nil {
+		return err
+	}
 	for conn, id := range s.conns {
 		if id == 0 {
 			continue

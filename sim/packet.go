@@ -19,7 +19,7 @@ func packetLen(req Request) int {
 
 func bodyLen(req Request) int {
 	switch req.Op {
-	case OpCreate, OpCreateCont:
+	case OpCreate, OpCreate2, OpCreateCont:
 		return juteString(req.Path) + 4 + len(req.Data) + aclLen(req) + 4
 	case OpCreateTTL:
 		return juteString(req.Path) + 4 + len(req.Data) + aclLen(req) + 4 + 8
@@ -27,19 +27,32 @@ func bodyLen(req Request) int {
 		return juteString(req.Path) + 4 + len(req.Data) + 4
 	case OpDelete, OpCheck:
 		return juteString(req.Path) + 4
-	case OpExists, OpGetData, OpGetChildren:
+	case OpExists, OpGetData, OpGetChildren, OpGetChildrenNoStat:
 		return juteString(req.Path) + 1
-	case OpSync:
+	case OpSync, OpGetACL, OpGetEphemerals, OpGetAllChildrenNum:
 		return juteString(req.Path)
-	case OpMulti:
+	case OpSetACL:
+		return juteString(req.Path) + aclLen(req) + 4
+	case OpAuth:
+		return 4 + juteString(req.AuthScheme) + 4 + len(req.AuthData)
+	case OpAddWatch, OpCheckWatches, OpRemoveWatches:
+		return juteString(req.Path) + 4
+	case OpReconfig:
+		return juteString(req.JoiningServers) + juteString(req.LeavingServers) + juteString(req.NewMembers) + 8
+	case OpMulti, OpMultiRead:
 		n := multiHeaderBytes
 		for _, op := range req.Ops {
 			n += multiHeaderBytes + bodyLen(op)
 		}
 		return n
-	case OpSetWatches:
+	case OpSetWatches, OpSetWatches2:
 		n := 8 + 12
-		for _, list := range [][]string{req.DataWatches, req.ExistWatches, req.ChildWatches} {
+		lists := [][]string{req.DataWatches, req.ExistWatches, req.ChildWatches}
+		if req.Op == OpSetWatches2 {
+			n += 8
+			lists = append(lists, req.PersistentWatches, req.PersistentRecursiveWatches)
+		}
+		for _, list := range lists {
 			for _, p := range list {
 				n += juteString(p)
 			}

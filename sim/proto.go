@@ -95,7 +95,7 @@ func (op OpCode) String() string {
 // linearizable.
 func (op OpCode) isWrite() bool {
 	switch op {
-	case OpCreate, OpDelete, OpSetData, OpCheck, OpMulti, OpCreateCont, OpCreateTTL, OpCloseSession:
+	case OpCreate, OpCreate2, OpDelete, OpSetData, OpCheck, OpMulti, OpCreateCont, OpCreateTTL, OpCloseSession, OpSetACL:
 		return true
 	}
 	return false
@@ -118,6 +118,10 @@ type Request struct {
 	DataWatches  []string
 	ExistWatches []string
 	ChildWatches []string
+	// Malformed marks a request whose record the wire protocol could not
+	// decode (a truncated record, a multi holding an op it may not): the
+	// server answers it with MARSHALLINGERROR and keeps the connection.
+	Malformed bool
 	// auth (AuthPacket): the scheme and its credentials, e.g. "digest"
 	// and "user:password"
 	AuthScheme string

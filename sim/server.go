@@ -36,6 +36,11 @@ type ServerConfig struct {
 	// makes the server close the connection unread (NIOServerCnxn "Len
 	// error"). Default 0xfffff.
 	MaxPacketBytes int
+	// SuperDigest is zookeeper.DigestAuthenticationProvider.superDigest,
+	// "super:" and the base64 SHA-1 of "super:password" (DigestID): a
+	// connection that authenticates with that digest passes every
+	// permission check. Empty, there is no super user.
+	SuperDigest string
 }
 
 func (c ServerConfig) withDefaults() ServerConfig {
@@ -137,8 +142,8 @@ type Server struct {
 	lastZxid      int64
 	sessions      map[int64]*serverSession
 	conns         map[ConnID]int64 // live connections and their sessions (0 before connect)
-	dataWatches   map[string][]ConnID
-	childWatches  map[string][]ConnID
+	dataWatches   *watchTable
+	childWatches  *watchTable
 	nextSessionID int64
 	nextContainer int64   // when the ContainerManager runs next
 	closingQueue  []int64 // expired sessions whose closeSession has not been applied yet
@@ -151,8 +156,10 @@ type Server struct {
 	expiringNodes int  // containers and TTL nodes, which the ContainerManager sweeps
 	checkEvery    bool // check the whole tree after every transaction, not only what it touched
 
-	// auth holds each live connection's identities (ServerCnxn.authInfo).
-	auth map[ConnID]*connAuth
+	// auth holds each live connection's identities (ServerCnxn.authInfo);
+	// caller is the connection whose request is being handled.
+	auth   map[ConnID]*connAuth
+	caller ConnID
 }
 
 // NewServer returns a server with ZooKeeper's initial tree: "/", and
@@ -164,8 +171,8 @@ func NewServer(cfg ServerConfig) *Server {
 		nodes:        make(map[string]*znode),
 		sessions:     make(map[int64]*serverSession),
 		conns:        make(map[ConnID]int64),
-		dataWatches:  make(map[string][]ConnID),
-		childWatches: make(map[string][]ConnID),
+		dataWatches:  newWatchTable(),
+		childWatches: newWatchTable(),
 	}
 	// SessionTrackerImpl.initializeNextSessionId, from the virtual wall
 	// clock; a standalone server has id 1, the top byte of every session id
@@ -328,19 +335,6 @@ func (s *Server) dropConn(conn ConnID) {
 	delete(s.auth, conn)
 	removeWatcher(s.dataWatches, conn)
 	removeWatcher(s.childWatches, conn)
-}
-
-func removeWatcher(table map[string][]ConnID, conn ConnID) {
-	for path, conns := range table {
-		if i := slices.Index(conns, conn); i >= 0 {
-			conns = slices.Delete(conns, i, i+1)
-			if len(conns) == 0 {
-				delete(table, path)
-			} else {
-				table[path] = conns
-			}
-		}
-	}
 }
 
 // NextDeadlineMs is the earliest virtual time at which Tick has work: a
@@ -519,6 +513,11 @@ func (s *Server) Receive(nowMs int64, conn ConnID, req Request) {
 		s.send(Output{Conn: conn, Kind: OutClose})
 		return
 	}
+	if req.Op == OpAuth {
+		s.authenticate(conn, req)
+		return
+	}
+	s.caller = conn
 	sess := s.sessions[id]
 	if sess == nil || sess.closing {
 		// The session has expired and its closeSession is pending:
@@ -527,6 +526,10 @@ func (s *Server) Receive(nowMs int64, conn ConnID, req Request) {
 		return
 	}
 	s.touch(nowMs, sess)
+	if req.Malformed {
+		s.marshallingError(conn, req)
+		return
+	}
 	switch req.Op {
 	case OpPing:
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid})
@@ -542,7 +545,11 @@ func (s *Server) Receive(nowMs int64, conn ConnID, req Request) {
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Path: req.Path})
 	case OpSetWatches:
 		s.setWatches(conn, req)
-	case OpCreate, OpCreateCont, OpCreateTTL, OpDelete, OpSetData, OpCheck:
+	case OpGetACL:
+		s.getACL(conn, req)
+	case OpWhoAmI:
+		s.whoAmI(conn, req)
+	case OpCreate, OpCreate2, OpCreateCont, OpCreateTTL, OpDelete, OpSetData, OpCheck, OpSetACL:
 		t := s.begin()
 		resp := s.writeOne(nowMs, sess, req, t)
 		s.commit(t)
@@ -555,7 +562,7 @@ func (s *Server) Receive(nowMs int64, conn ConnID, req Request) {
 		resp.Xid, resp.Zxid = req.Xid, t.zxid
 		s.reply(conn, resp)
 	default:
-		panic(fmt.Sprintf("sim: server received unknown op %v", req.Op))
+		s.receiveMore(nowMs, conn, sess, req)
 	}
 }
 
@@ -585,7 +592,7 @@ func (s *Server) getData(conn ConnID, req Request) {
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoNode})
 		return
 	}
-	if !s.acls.allows(n, zk.PermRead) {
+	if !s.allowed(n.acl, zk.PermRead) {
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoAuth})
 		return
 	}
@@ -601,7 +608,7 @@ func (s *Server) getChildren(conn ConnID, req Request) {
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoNode})
 		return
 	}
-	if !s.acls.allows(n, zk.PermRead) {
+	if !s.allowed(n.acl, zk.PermRead) {
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoAuth})
 		return
 	}
@@ -613,13 +620,6 @@ func (s *Server) getChildren(conn ConnID, req Request) {
 		children = n.children.ordered()
 	}
 	s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Stat: n.stat(), Children: children})
-}
-
-func addWatcher(table map[string][]ConnID, path string, conn ConnID) {
-	conns := table[path]
-	if !slices.Contains(conns, conn) {
-		table[path] = append(conns, conn)
-	}
 }
 
 // setWatches re-registers a reconnected client's watches, firing at once
@@ -664,24 +664,6 @@ func (s *Server) event(conn ConnID, typ zk.EventType, path string) {
 	s.send(Output{Conn: conn, Kind: OutEvent, Event: zk.Event{Type: typ, State: zk.StateSyncConnected, Path: path}})
 }
 
-// trigger fires the one-shot watches of a table on path. A connection that
-// already got this event from another table (skip) gets it once only, as
-// WatchManager.triggerWatch's supress set ensures.
-func (s *Server) trigger(table map[string][]ConnID, path string, typ zk.EventType, skip []ConnID) []ConnID {
-	conns := table[path]
-	if len(conns) == 0 {
-		return nil
-	}
-	delete(table, path)
-	slices.Sort(conns)
-	for _, c := range conns {
-		if !slices.Contains(skip, c) {
-			s.event(c, typ, path)
-		}
-	}
-	return conns
-}
-
 // --- writes ---
 
 // txn is one transaction being applied: its zxid, the paths it touched
@@ -696,6 +678,7 @@ type txn struct {
 type pendingEvent struct {
 	path string
 	typ  zk.EventType
+	acl  aclID // the node's ACL when the event fired, which a watcher needs READ on
 }
 
 // begin starts a transaction. Transactions never overlap, so the server
@@ -738,6 +721,7 @@ type changeRecord struct {
 	cversion    int32
 	numChildren int
 	owner       int64
+	acl         aclID // the ACL the ops of a multi check, a node's it creates included
 }
 
 // overlay holds the records of one multi. They are kept by pointer: a
@@ -765,7 +749,7 @@ func (s *Server) record(o *overlay, path string) *changeRecord {
 	}
 	*r = changeRecord{path: path}
 	if n := s.nodes[path]; n != nil {
-		*r = changeRecord{path: path, node: n, exists: true, version: n.version, cversion: n.cversion, numChildren: n.numChildren(), owner: n.ephemeralOwner}
+		*r = changeRecord{path: path, node: n, exists: true, version: n.version, cversion: n.cversion, numChildren: n.numChildren(), owner: n.ephemeralOwner, acl: n.acl}
 	}
 	*o = append(*o, r)
 	return r
@@ -776,6 +760,7 @@ type write struct {
 	req   Request
 	path  string // the path to act on: with the sequence suffix for a sequential create
 	owner int64  // a create's ephemeralOwner
+	acl   aclID  // a create's or a setACL's ACL, validated and expanded
 }
 
 // validate checks one write op against the overlay and records its effect
@@ -783,7 +768,7 @@ type write struct {
 // that when several errors apply the same one is reported.
 func (s *Server) validate(sess *serverSession, req Request, o *overlay) (write, Code) {
 	switch req.Op {
-	case OpCreate, OpCreateCont, OpCreateTTL:
+	case OpCreate, OpCreate2, OpCreateCont, OpCreateTTL:
 		return s.validateCreate(sess, req, o)
 	case OpDelete:
 		// A delete's path is not validated beyond a slash and no NUL: a
@@ -800,7 +785,7 @@ func (s *Server) validate(sess *serverSession, req Request, o *overlay) (write, 
 		// The parent's DELETE permission is checked before the node is
 		// looked up (measured on 3.8.0: deleting a missing child of a node
 		// without DELETE gives NOAUTH).
-		if !s.acls.allows(parent.node, zk.PermDelete) {
+		if !s.allowed(parent.acl, zk.PermDelete) {
 			return write{}, CodeNoAuth
 		}
 		n := s.record(o, req.Path)
@@ -828,7 +813,7 @@ func (s *Server) validate(sess *serverSession, req Request, o *overlay) (write, 
 		if req.Op == OpSetData {
 			perm = zk.PermWrite
 		}
-		if !s.acls.allows(n.node, perm) {
+		if !s.allowed(n.acl, perm) {
 			return write{}, CodeNoAuth
 		}
 		if req.Version != -1 && req.Version != n.version {
@@ -838,6 +823,8 @@ func (s *Server) validate(sess *serverSession, req Request, o *overlay) (write, 
 			n.version++
 		}
 		return write{req: req, path: req.Path}, CodeOK
+	case OpSetACL:
+		return s.validateSetACL(req, o)
 	}
 	panic(fmt.Sprintf("sim: %v is not a write", req.Op))
 }
@@ -879,14 +866,15 @@ func (s *Server) validateCreate(sess *serverSession, req Request, o *overlay) (w
 	if !ok {
 		return write{}, CodeBadArguments
 	}
-	if !s.acls.valid(req.ACL) {
+	acl, ok := s.fixupACL(req.ACL)
+	if !ok {
 		return write{}, CodeInvalidACL
 	}
 	parent := s.record(o, parentPath)
 	if !parent.exists {
 		return write{}, CodeNoNode
 	}
-	if !s.acls.allows(parent.node, zk.PermCreate) {
+	if !s.allowed(parent.acl, zk.PermCreate) {
 		return write{}, CodeNoAuth
 	}
 	path := req.Path
@@ -906,10 +894,11 @@ func (s *Server) validateCreate(sess *serverSession, req Request, o *overlay) (w
 	if ownerKind(parent.owner) == ownerSession {
 		return write{}, CodeNoChildrenForEphemeral
 	}
-	*n = changeRecord{path: path, exists: true, owner: owner}
+	id := s.acls.intern(acl)
+	*n = changeRecord{path: path, exists: true, owner: owner, acl: id}
 	parent.numChildren++
 	parent.cversion++
-	return write{req: req, path: path, owner: owner}, CodeOK
+	return write{req: req, path: path, owner: owner, acl: id}, CodeOK
 }
 
 // parentForWrite is PrepRequestProcessor's first look at a create's or a
@@ -930,8 +919,9 @@ func parentForWrite(path string) (string, bool) {
 
 // apply performs a validated write within t; it cannot fail.
 func (s *Server) apply(nowMs int64, sess *serverSession, w write, t *txn) Response {
+	s.assertWritePermitted(w)
 	switch w.req.Op {
-	case OpCreate, OpCreateCont, OpCreateTTL:
+	case OpCreate, OpCreate2, OpCreateCont, OpCreateTTL:
 		return s.createNode(nowMs, sess, w, t)
 	case OpDelete:
 		s.deleteNode(t, w.path)
@@ -943,10 +933,12 @@ func (s *Server) apply(nowMs int64, sess *serverSession, w write, t *txn) Respon
 		n.mzxid = t.zxid
 		n.mtime = s.wallMs(nowMs)
 		t.touched = append(t.touched, w.path)
-		t.events = append(t.events, pendingEvent{w.path, zk.EventNodeDataChanged})
+		t.events = append(t.events, pendingEvent{w.path, zk.EventNodeDataChanged, n.acl})
 		return Response{Stat: n.stat()}
 	case OpCheck:
 		return Response{}
+	case OpSetACL:
+		return s.setACL(w, t)
 	}
 	panic(fmt.Sprintf("sim: %v is not a write", w.req.Op))
 }
@@ -976,9 +968,10 @@ func (s *Server) multi(nowMs int64, sess *serverSession, req Request, t *txn) Re
 	writes := make([]write, len(req.Ops))
 	results := make([]MultiResult, len(req.Ops))
 	for i, op := range req.Ops {
-		if op.Op == OpMulti || !op.Op.isWrite() || op.Op == OpCloseSession {
+		if op.Op == OpMulti || !op.Op.isWrite() || op.Op == OpCloseSession || op.Op == OpSetACL {
 			panic(fmt.Sprintf("sim: %v inside a multi", op.Op))
 		}
+		op = multiCreateOp(op)
 		w, code := s.validate(sess, op, &o)
 		if code != CodeOK {
 			for j := range results {
@@ -997,7 +990,7 @@ func (s *Server) multi(nowMs int64, sess *serverSession, req Request, t *txn) Re
 	}
 	for i, w := range writes {
 		resp := s.apply(nowMs, sess, w, t)
-		results[i] = MultiResult{Op: w.req.Op, Path: resp.Path, Stat: resp.Stat}
+		results[i] = MultiResult{Op: multiResultOp(w.req.Op), Path: resp.Path, Stat: resp.Stat}
 	}
 	return Response{Multi: results}
 }
@@ -1008,7 +1001,7 @@ func (s *Server) createNode(nowMs int64, sess *serverSession, w write, t *txn) R
 	wall := s.wallMs(nowMs)
 	n := &znode{
 		data: slices.Clone(w.req.Data), czxid: t.zxid, mzxid: t.zxid, pzxid: t.zxid,
-		ctime: wall, mtime: wall, ephemeralOwner: w.owner, acl: s.acls.intern(w.req.ACL),
+		ctime: wall, mtime: wall, ephemeralOwner: w.owner, acl: w.acl,
 	}
 	s.nodes[w.path] = n
 	if parent.children == nil {
@@ -1027,7 +1020,7 @@ func (s *Server) createNode(nowMs int64, sess *serverSession, w write, t *txn) R
 		s.expiringNodes++
 	}
 	t.touched = append(t.touched, w.path, parentPath)
-	t.events = append(t.events, pendingEvent{w.path, zk.EventNodeCreated}, pendingEvent{parentPath, zk.EventNodeChildrenChanged})
+	t.events = append(t.events, pendingEvent{w.path, zk.EventNodeCreated, n.acl}, pendingEvent{parentPath, zk.EventNodeChildrenChanged, parent.acl})
 	return Response{Path: w.path, Stat: n.stat()}
 }
 
@@ -1085,7 +1078,7 @@ func (s *Server) deleteNode(t *txn, path string) {
 		s.expiringNodes--
 	}
 	t.touched = append(t.touched, path, parentPath)
-	t.events = append(t.events, pendingEvent{path, zk.EventNodeDeleted}, pendingEvent{parentPath, zk.EventNodeChildrenChanged})
+	t.events = append(t.events, pendingEvent{path, zk.EventNodeDeleted, n.acl}, pendingEvent{parentPath, zk.EventNodeChildrenChanged, parent.acl})
 }
 
 // fire sends the events in order to the connections watching: created and
@@ -1096,12 +1089,12 @@ func (s *Server) fire(events []pendingEvent) {
 	for _, e := range events {
 		switch e.typ {
 		case zk.EventNodeCreated, zk.EventNodeDataChanged:
-			s.trigger(s.dataWatches, e.path, e.typ, nil)
+			s.trigger(s.dataWatches, e.path, e.typ, e.acl, nil)
 		case zk.EventNodeChildrenChanged:
-			s.trigger(s.childWatches, e.path, e.typ, nil)
+			s.trigger(s.childWatches, e.path, e.typ, e.acl, nil)
 		case zk.EventNodeDeleted:
-			done := s.trigger(s.dataWatches, e.path, e.typ, nil)
-			s.trigger(s.childWatches, e.path, e.typ, done)
+			done := s.trigger(s.dataWatches, e.path, e.typ, e.acl, nil)
+			s.trigger(s.childWatches, e.path, e.typ, e.acl, done)
 		}
 	}
 }

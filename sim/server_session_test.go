@@ -268,7 +268,7 @@ func TestServerRestart(t *testing.T) {
 	if h.s.HasConn(a) || h.s.HasConn(b) || h.s.HasInternal() {
 		t.Fatalf("connections or queued closes survived the restart")
 	}
-	if len(h.s.dataWatches)+len(h.s.childWatches) != 0 {
+	if h.s.dataWatches.len()+h.s.childWatches.len() != 0 {
 		t.Fatalf("watches survived the restart")
 	}
 	if h.s.LastZxid() != zxid {

@@ -104,7 +104,7 @@ func TestServerWatchTriggers(t *testing.T) {
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Fatalf("events %q, want %q", got, tc.want)
 			}
-			if h.s.dataWatches["/w"] != nil && len(tc.want) > 0 && tc.want[0] == "EventNodeDataChanged /w" {
+			if h.s.dataWatches.paths["/w"] != nil && len(tc.want) > 0 && tc.want[0] == "EventNodeDataChanged /w" {
 				t.Fatalf("a fired watch stayed registered")
 			}
 		})
@@ -148,8 +148,8 @@ func TestServerSetWatches(t *testing.T) {
 	}
 	last := h.s.LastZxid()
 	h.s.Disconnect(a)
-	if len(h.s.dataWatches)+len(h.s.childWatches) != 0 {
-		t.Fatalf("watches survived the disconnect: %v %v", h.s.dataWatches, h.s.childWatches)
+	if h.s.dataWatches.len()+h.s.childWatches.len() != 0 {
+		t.Fatalf("watches survived the disconnect: %v %v", h.s.dataWatches.paths, h.s.childWatches.paths)
 	}
 	for _, r := range []Request{mkSet("/changed", []byte("x"), -1), mkDelete("/gone", -1), mkCreate("/kids/k", nil, 0),
 		mkDelete("/kidsgone", -1), mkCreate("/born", nil, 0), mkCreate("/blind", nil, 0), mkDelete("/blind", -1)} {

@@ -130,26 +130,31 @@ func frame(b []byte, fill func(e *encoder)) []byte {
 	return e.b
 }
 
-// ErrMalformed wraps every decoding error of a request: the frame is not
-// what its header says, and the connection is closed.
-var ErrMalformed = errors.New("malformed request")
+// ErrMalformedHeader is a frame too short for a request header: ZooKeeper
+// closes the connection.
+var ErrMalformedHeader = errors.New("frame shorter than a request header")
 
 // DecodeRequest decodes a request frame body: its header and the record
 // its opcode calls for. An opcode it does not know is returned with no
 // fields but Xid and Op, for the server to answer as it answers unknown
 // opcodes. Bytes after the record are ignored, as ZooKeeper's deserializer
 // ignores them.
+//
+// A record that cannot be decoded is returned with its header, Malformed
+// set, and an error saying what is wrong: the server answers it (with
+// MARSHALLINGERROR) and keeps the connection. Only a header that cannot
+// be read is ErrMalformedHeader.
 func DecodeRequest(frame []byte) (sim.Request, error) {
 	d := decoder{b: frame}
 	var req sim.Request
 	req.Xid = d.int32("xid")
 	req.Op = sim.OpCode(d.int32("type"))
 	if d.err != nil {
-		return sim.Request{}, fmt.Errorf("%w: request header: %w", ErrMalformed, d.err)
+		return sim.Request{}, fmt.Errorf("%w: %d bytes", ErrMalformedHeader, len(frame))
 	}
 	decodeBody(&d, &req, false)
 	if d.err != nil {
-		return sim.Request{}, fmt.Errorf("%w: %v: %w", ErrMalformed, req.Op, d.err)
+		return sim.Request{Xid: req.Xid, Op: req.Op, Malformed: true}, fmt.Errorf("%v record: %w", req.Op, d.err)
 	}
 	return req, nil
 }

@@ -478,7 +478,7 @@ func (c *conn) handshake(body []byte) string {
 // or "".
 func (c *conn) request(body []byte) string {
 	req, err := DecodeRequest(body)
-	if err != nil {
+	if err != nil && !req.Malformed {
 		return err.Error()
 	}
 	s := c.s
