@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -242,4 +243,26 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(filepath.Dir(builtZklab.path))
 	}
 	os.Exit(code)
+}
+
+// maxClientCnxns bounds the connections of one client IP: past it a new
+// connection is closed unanswered, as ZooKeeper refuses it.
+func TestServeMaxClientCnxns(t *testing.T) {
+	_, addr, _ := startServeProcess(t, "--listen", "127.0.0.1:0", "--max-client-cnxns", "1")
+	c := connect(t, addr)
+	if _, err := c.Sync("/"); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	nc.Write([]byte("ruok"))
+	// Closed with the word unread, the socket may answer with a reset.
+	b, err := io.ReadAll(nc)
+	if len(b) != 0 || (err != nil && !errors.Is(err, syscall.ECONNRESET)) {
+		t.Errorf("a second connection got %q, %v; want it closed unanswered", b, err)
+	}
 }
