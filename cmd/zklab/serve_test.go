@@ -55,9 +55,10 @@ func goTool() string {
 	return filepath.Join(os.Getenv("GOROOT"), "bin", "go")
 }
 
-// startServeProcess runs `zklab serve ARGS...` and returns the process
-// and the address it printed.
-func startServeProcess(t *testing.T, args ...string) (*exec.Cmd, string, *bytes.Buffer) {
+// startServeProcess runs `zklab serve ARGS...` and returns the process,
+// the address it printed, and a function that waits for the rest of its
+// output (call it before cmd.Wait: it reads the pipe to its end).
+func startServeProcess(t *testing.T, args ...string) (*exec.Cmd, string, func() string) {
 	t.Helper()
 	cmd := exec.Command(zklabBinary(t), append([]string{"serve"}, args...)...)
 	stdout, err := cmd.StdoutPipe()
@@ -84,9 +85,16 @@ func startServeProcess(t *testing.T, args ...string) (*exec.Cmd, string, *bytes.
 	if !ok {
 		t.Fatalf("zklab serve's first line %q does not name its address", line)
 	}
-	rest := &bytes.Buffer{}
-	go io.Copy(rest, r)
-	return cmd, addr, rest
+	var rest bytes.Buffer
+	copied := make(chan struct{})
+	go func() {
+		io.Copy(&rest, r)
+		close(copied)
+	}()
+	return cmd, addr, func() string {
+		<-copied
+		return rest.String()
+	}
 }
 
 func connect(t *testing.T, addr string) *zk.Conn {
@@ -126,11 +134,12 @@ func TestServeStopsCleanlyOnSignals(t *testing.T) {
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
+			out := rest()
 			if err := cmd.Wait(); err != nil {
 				t.Fatalf("zklab serve after %v: %v", sig, err)
 			}
-			if !strings.Contains(rest.String(), "zklab serve: stopped") {
-				t.Errorf("no stop line after %v; output %q", sig, rest.String())
+			if !strings.Contains(out, "zklab serve: stopped") {
+				t.Errorf("no stop line after %v; output %q", sig, out)
 			}
 		})
 	}
