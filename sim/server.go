@@ -272,17 +272,21 @@ func (s *Server) Connect(nowMs int64, conn ConnID, req ConnectRequest) {
 		return
 	}
 	sess, ok := s.sessions[req.SessionID]
+	if ok && sess.conn != 0 && sess.conn != conn {
+		// A connection asks for a session another connection holds: the
+		// server closes the other one (ServerCnxnFactory.closeSession,
+		// DisconnectReason.CLIENT_RECONNECT) before it checks the
+		// password, so a wrong password too costs the holder its
+		// connection, though not its session (measured on 3.8:
+		// TestJudgedByRealServer in sim/wire, "wrong password").
+		old := sess.conn
+		s.dropConn(old)
+		s.send(Output{Conn: old, Kind: OutClose})
+	}
 	if !ok || sess.closing || string(sess.passwd) != string(req.Passwd) {
 		s.send(Output{Conn: conn, Kind: OutConnect})
 		s.send(Output{Conn: conn, Kind: OutClose})
 		return
-	}
-	if sess.conn != 0 && sess.conn != conn {
-		// The client moved its session to a new connection: the server
-		// closes the old one (DisconnectReason.CLIENT_RECONNECT).
-		old := sess.conn
-		s.dropConn(old)
-		s.send(Output{Conn: old, Kind: OutClose})
 	}
 	sess.conn = conn
 	sess.timeoutMs = timeout
@@ -515,6 +519,10 @@ func (s *Server) Receive(nowMs int64, conn ConnID, req Request) {
 	}
 	if req.Op == OpAuth {
 		s.authenticate(conn, req)
+		return
+	}
+	if req.Op == OpSASL {
+		s.sasl(conn, req)
 		return
 	}
 	s.caller = conn

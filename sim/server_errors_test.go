@@ -372,3 +372,17 @@ func TestServerMalformedRequest(t *testing.T) {
 	}
 	h.ok(c, mkCreate("/after", nil, 0))
 }
+
+// A SASL token on a server without SASL gets {xid, zxid 0, OK} and a null
+// token, and the connection stays (measured on 3.8: TestJudgedByRealServer
+// in sim/wire, "sasl on a server without SASL").
+func TestServerSASLWithoutSASL(t *testing.T) {
+	h := newHarness(t, ServerConfig{})
+	c, _ := h.connect(4000)
+	h.ok(c, mkCreate("/x", nil, 0))
+	r, ok := h.try(c, Request{Xid: 5, Op: OpSASL, Data: []byte("token")})
+	if !ok || r.Err != CodeOK || r.Zxid != 0 || r.Data != nil {
+		t.Fatalf("sasl: %+v %v", r, ok)
+	}
+	h.ok(c, Request{Op: OpPing})
+}

@@ -17,6 +17,30 @@ func rel(p string) Path { return Path{Rel: p} }
 // (sim.FaultPartition, a blackhole until the server expires the session).
 func TestFaults(t *testing.T) {
 	srv := zktest.Shared(t)
+	for _, tc := range faultCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			simLines, realLines := transcripts(t, srv.Addr, tc.seq)
+			d := firstDifference(tc.seq, simLines, realLines)
+			switch {
+			case d != "" && tc.known != "":
+				t.Skipf("known difference: %s — see report\n%s", tc.known, d)
+			case d != "":
+				t.Fatal(d)
+			}
+		})
+	}
+}
+
+type faultCase struct {
+	name  string
+	seq   Sequence
+	known string // a known difference: skip with it while it stands
+}
+
+// faultCases are TestFaults' sequences: c1's watches and c2's on c1's
+// ephemeral, a fault on c1, then changes by c2 that c1's surviving watches
+// see.
+func faultCases() []faultCase {
 	watches := []Op{ // c1's watches, and c2's on c1's ephemeral
 		{Client: 0, Kind: ExistsW, Path: rel("/missing")},
 		{Client: 0, Kind: GetW, Path: rel("/e")},
@@ -39,7 +63,7 @@ func TestFaults(t *testing.T) {
 		name    string
 		timeout time.Duration
 		fault   []Op
-		known   string // a known difference: skip with it while it stands
+		known   string
 	}{
 		{"disconnect", 10 * time.Second, []Op{
 			{Client: 0, Kind: Fault, Fault: FaultDisconnect},
@@ -69,23 +93,16 @@ func TestFaults(t *testing.T) {
 			{Client: 0, Kind: Exists, Path: rel("/e2")},
 		}, ""},
 	}
+	var out []faultCase
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			seq := Sequence{Clients: 2, SessionTimeout: tc.timeout}
-			seq.Ops = append(seq.Ops, setup...)
-			seq.Ops = append(seq.Ops, watches...)
-			seq.Ops = append(seq.Ops, tc.fault...)
-			seq.Ops = append(seq.Ops, after...)
-			simLines, realLines := transcripts(t, srv.Addr, seq)
-			d := firstDifference(seq, simLines, realLines)
-			switch {
-			case d != "" && tc.known != "":
-				t.Skipf("known difference: %s — see report\n%s", tc.known, d)
-			case d != "":
-				t.Fatal(d)
-			}
-		})
+		seq := Sequence{Clients: 2, SessionTimeout: tc.timeout}
+		seq.Ops = append(seq.Ops, setup...)
+		seq.Ops = append(seq.Ops, watches...)
+		seq.Ops = append(seq.Ops, tc.fault...)
+		seq.Ops = append(seq.Ops, after...)
+		out = append(out, faultCase{tc.name, seq, tc.known})
 	}
+	return out
 }
 
 // rootLen is the length of every run's root (newRoot).
@@ -104,7 +121,12 @@ func setDataMax(rel string) int    { return 0xfffff - 20 - rootLen - len(rel) }
 // buffer.
 func TestOversizedData(t *testing.T) {
 	srv := zktest.Shared(t)
-	seq := Sequence{Clients: 1, Ops: []Op{
+	check(t, srv.Addr, oversizedSeq(), nil)
+}
+
+// oversizedSeq is TestOversizedData's sequence.
+func oversizedSeq() Sequence {
+	return Sequence{Clients: 1, Ops: []Op{
 		{Kind: Create, Path: rel("/big"), Data: Data{Len: createDataMax("/big")}},
 		{Kind: Exists, Path: rel("/big")},
 		{Kind: Create, Path: rel("/big2"), Data: Data{Len: createDataMax("/big2") + 1}},
@@ -123,5 +145,4 @@ func TestOversizedData(t *testing.T) {
 		{Kind: Exists, Path: rel("/m")},
 		{Kind: Delete, Path: rel("/big"), Version: -1},
 	}}
-	check(t, srv.Addr, seq, nil)
 }

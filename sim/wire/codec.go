@@ -217,6 +217,8 @@ func decodeBody(d *decoder, req *sim.Request, inMulti bool) {
 		d.int32("type") // AuthPacket.type, always 0
 		req.AuthScheme = d.string("scheme")
 		req.AuthData = d.buffer("auth")
+	case sim.OpSASL:
+		req.Data = d.buffer("token") // GetSASLRequest
 	case sim.OpPing, sim.OpCloseSession, sim.OpWhoAmI:
 		// no record
 	}
@@ -326,6 +328,8 @@ func encodeBody(e *encoder, req *sim.Request) {
 		e.int32(0)
 		e.string(req.AuthScheme)
 		e.buffer(req.AuthData)
+	case sim.OpSASL:
+		e.buffer(req.Data)
 	}
 }
 
@@ -356,6 +360,8 @@ func encodeResponse(e *encoder, op sim.OpCode, r *sim.Response) {
 	case sim.OpGetData, sim.OpReconfig:
 		e.buffer(r.Data)
 		e.stat(&r.Stat)
+	case sim.OpSASL:
+		e.buffer(r.Data) // SetSASLResponse's token
 	case sim.OpGetACL:
 		e.acls(r.ACL)
 		e.stat(&r.Stat)
@@ -476,6 +482,8 @@ func decodeResponse(d *decoder, op sim.OpCode, r *sim.Response) {
 	case sim.OpGetData, sim.OpReconfig:
 		r.Data = d.buffer("data")
 		r.Stat = d.stat("stat")
+	case sim.OpSASL:
+		r.Data = d.buffer("token")
 	case sim.OpGetACL:
 		r.ACL = d.acls("acl")
 		r.Stat = d.stat("stat")

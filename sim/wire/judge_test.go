@@ -25,11 +25,28 @@ func TestMain(m *testing.M) { os.Exit(zktest.Main(m)) }
 // server answers to what no client library would send.
 type rawClient struct {
 	t    *testing.T
+	addr string
 	nc   net.Conn
 	r    *bufio.Reader
 	ops  map[int32]sim.OpCode // xid -> the type of the request sent with it
 	out  []string             // the transcript
 	base int64                // the first reply's zxid: later ones are shown relative to it
+	// The session of the last handshake, closed after the probe so that
+	// its expiry does not move the zxids of a later probe.
+	session int64
+	passwd  []byte
+}
+
+// closeSession reattaches the probe's session from a new connection and
+// closes it, if it is still alive.
+func closeSession(t *testing.T, addr string, id int64, passwd []byte) {
+	if id == 0 {
+		return
+	}
+	c := dialRaw(t, addr)
+	c.connect(wire.ConnectRequest{ConnectRequest: sim.ConnectRequest{TimeoutMs: 10000, SessionID: id, Passwd: passwd}})
+	c.request(sim.Request{Xid: 1, Op: sim.OpCloseSession})
+	c.replies()
 }
 
 // rawQuiet is how long a raw client waits for a frame before it writes
@@ -43,7 +60,7 @@ func dialRaw(t *testing.T, addr string) *rawClient {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { nc.Close() })
-	return &rawClient{t: t, nc: nc, r: bufio.NewReader(nc), ops: make(map[int32]sim.OpCode)}
+	return &rawClient{t: t, addr: addr, nc: nc, r: bufio.NewReader(nc), ops: make(map[int32]sim.OpCode)}
 }
 
 func (c *rawClient) send(frame []byte) {
@@ -63,6 +80,9 @@ func (c *rawClient) connect(req wire.ConnectRequest) {
 	if err != nil {
 		c.out = append(c.out, fmt.Sprintf("connect response: %v (%d bytes)", err, len(body)))
 		return
+	}
+	if r.SessionID != 0 {
+		c.session, c.passwd = r.SessionID, r.Passwd
 	}
 	c.out = append(c.out, fmt.Sprintf("connect response: %d bytes timeout=%d session=%s passwd=%s readOnlyByte=%v",
 		len(body), r.TimeoutMs, nonzero(r.SessionID != 0), passwdText(r.Passwd), ro))
@@ -137,6 +157,9 @@ func (c *rawClient) replies() {
 		if r.Clients != nil {
 			line += fmt.Sprintf(" clients=%v", r.Clients)
 		}
+		if op == sim.OpSASL {
+			line += fmt.Sprintf(" token=%q null=%v", r.Data, r.Data == nil)
+		}
 		if r.ACL != nil {
 			line += fmt.Sprintf(" acl=%v", r.ACL)
 		}
@@ -201,6 +224,30 @@ var probes = []probe{
 		c.request(sim.Request{Xid: 1, Op: sim.OpCloseSession})
 		c.replies()
 	}},
+	{"reattach from a new connection", func(c *rawClient, root string) {
+		newSession(c)
+		c.request(sim.Request{Xid: 1, Op: sim.OpExists, Path: root, Watch: true})
+		c.replies()
+		d := dialRaw(c.t, c.addr)
+		d.connect(wire.ConnectRequest{ConnectRequest: sim.ConnectRequest{TimeoutMs: 20000, SessionID: c.session, Passwd: c.passwd}, HasReadOnly: true})
+		c.out = append(c.out, "second connection: "+strings.Join(d.out, "; "))
+		c.replies() // the first connection is closed
+		d.request(sim.Request{Xid: 2, Op: sim.OpCreate, Path: root + "/x", ACL: openACL})
+		d.replies()
+		c.out = append(c.out, "second connection: "+strings.Join(d.out[1:], "; "))
+		c.session, c.passwd = d.session, d.passwd
+	}},
+	{"wrong password", func(c *rawClient, root string) {
+		newSession(c)
+		d := dialRaw(c.t, c.addr)
+		wrong := append([]byte(nil), c.passwd...)
+		wrong[0] ^= 1
+		d.connect(wire.ConnectRequest{ConnectRequest: sim.ConnectRequest{TimeoutMs: 10000, SessionID: c.session, Passwd: wrong}})
+		d.replies()
+		c.out = append(c.out, "second connection: "+strings.Join(d.out, "; "))
+		c.request(sim.Request{Xid: 1, Op: sim.OpExists, Path: root})
+		c.replies()
+	}},
 	{"unknown session", func(c *rawClient, root string) {
 		c.connect(wire.ConnectRequest{ConnectRequest: sim.ConnectRequest{TimeoutMs: 10000, SessionID: 0x7eadbeef, Passwd: make([]byte, 16)}})
 		c.replies()
@@ -217,7 +264,8 @@ var probes = []probe{
 		c.ops[wire.XidSetWatches], c.ops[1] = sim.OpSetWatches, sim.OpExists
 		c.send(b)
 		if body, ok := c.frame(); ok {
-			_, ro, err := wire.DecodeConnectResponse(body)
+			r, ro, err := wire.DecodeConnectResponse(body)
+			c.session, c.passwd = r.SessionID, r.Passwd
 			c.out = append(c.out, fmt.Sprintf("connect response readOnlyByte=%v err=%v", ro, err))
 		}
 		c.replies()
@@ -357,9 +405,19 @@ var probes = []probe{
 		c.ops[wire.XidSetWatches], c.ops[1] = sim.OpSetWatches2, sim.OpCreate
 		c.send(b)
 		if body, ok := c.frame(); ok {
-			_, ro, err := wire.DecodeConnectResponse(body)
+			r, ro, err := wire.DecodeConnectResponse(body)
+			c.session, c.passwd = r.SessionID, r.Passwd
 			c.out = append(c.out, fmt.Sprintf("connect response readOnlyByte=%v err=%v", ro, err))
 		}
+		c.replies()
+	}},
+	{"sasl on a server without SASL", func(c *rawClient, root string) {
+		newSession(c)
+		c.request(sim.Request{Xid: 1, Op: sim.OpExists, Path: root})
+		c.replies()
+		c.request(sim.Request{Xid: 2, Op: sim.OpSASL, Data: []byte("token")})
+		c.replies()
+		c.request(sim.Request{Xid: 3, Op: sim.OpExists, Path: root})
 		c.replies()
 	}},
 	{"auth", func(c *rawClient, root string) {
@@ -396,6 +454,8 @@ func TestJudgedByRealServer(t *testing.T) {
 				setup.replies()
 				c := dialRaw(t, addr)
 				p.run(c, root)
+				c.nc.Close()
+				closeSession(t, addr, c.session, c.passwd)
 				return strings.ReplaceAll(strings.Join(c.out, "\n"), root, "~")
 			}
 			want := transcript(real.Addr)

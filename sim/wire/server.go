@@ -379,6 +379,15 @@ func (c *conn) closeAfterFlush(reason string) {
 	}
 }
 
+// oversizedDrainBytesMax bounds what the server reads of a frame past
+// MaxFrameBytes before it closes the connection: past any frame a client
+// library sends (go-zookeeper's buffer is 1.5 MiB).
+const oversizedDrainBytesMax = 16 << 20
+
+// oversizedDrainWait bounds how long the server waits for the rest of a
+// frame past MaxFrameBytes before it closes the connection.
+const oversizedDrainWait = 50 * time.Millisecond
+
 // frameReadBytes is the read buffer of a connection: pipelined clients
 // send many small frames per read.
 const frameReadBytes = 64 << 10
@@ -400,6 +409,15 @@ func (c *conn) readLoop() {
 		}
 		n := int32(binary.BigEndian.Uint32(prefix[:]))
 		if n < 0 || int(n) > c.s.cfg.MaxFrameBytes {
+			// ZooKeeper closes at once, unread; over TCP the client's
+			// write of the rest still succeeds into the socket buffers,
+			// and it learns of the close from its reader. Reading what
+			// of the rest comes at once (within bounds) gives a client on
+			// net.Pipe, which has no buffers, the same view.
+			if n > 0 && int(n) <= oversizedDrainBytesMax {
+				c.nc.SetReadDeadline(time.Now().Add(oversizedDrainWait))
+				io.CopyN(io.Discard, r, int64(n))
+			}
 			c.end(fmt.Sprintf("frame length %d is not within 0..%d (jute.maxbuffer)", n, c.s.cfg.MaxFrameBytes))
 			return
 		}
