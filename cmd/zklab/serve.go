@@ -123,9 +123,13 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "zklab serve: listening on %s\n", srv.addr)
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case err := <-srv.done:
+		srv.done <- err // the listener failed: close reports it
+	}
 	if err := srv.close(); err != nil {
-		return fmt.Errorf("--history %s: %v", *historyPath, err)
+		return err
 	}
 	fmt.Fprintf(stdout, "zklab serve: stopped\n")
 	return nil
@@ -231,7 +235,9 @@ func (s *served) close() error {
 		err = nil
 	}
 	if s.history != nil {
-		err = errors.Join(err, s.history.Close(), s.file.Close())
+		if herr := errors.Join(s.history.Close(), s.file.Close()); herr != nil {
+			err = errors.Join(err, fmt.Errorf("--history %s: %v", s.file.Name(), herr))
+		}
 	}
 	return err
 }
