@@ -9,11 +9,15 @@ test: deps vet
 	$(GO) test -race -count=1 ./...
 
 # deps installs what the tests need when it is missing: Debian's
-# zookeeper (the real-server tests) and chromium (the HTML report tests).
+# zookeeper (the real-server tests), chromium (the HTML report tests), and
+# kazoo, Curator and a JDK (the yardsticks of zklab serve, cmd/zklab).
 deps:
 	@missing=""; \
 	[ -x /usr/share/zookeeper/bin/zkServer.sh ] || missing="$$missing zookeeper"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	[ -f /usr/lib/python3/dist-packages/kazoo/recipe/lock.py ] || missing="$$missing python3-kazoo"; \
+	[ -f /usr/share/java/curator-recipes.jar ] || missing="$$missing libcurator-recipes-java"; \
+	[ -x /usr/bin/javac ] || missing="$$missing default-jdk-headless"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \

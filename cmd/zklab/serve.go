@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/zklab/zklab/sim"
+	"github.com/zklab/zklab/sim/wire"
+)
+
+func init() {
+	register(command{
+		name:    "serve",
+		summary: "serve the simulated ZooKeeper over TCP, for any client",
+		usage: `Usage: zklab serve [--zoo-cfg FILE] [flags]
+
+Serves an in-memory ZooKeeper 3.8 standalone server, the simulator's, on
+TCP and wall-clock time, for clients in any language (Java, Curator,
+kazoo, go-zookeeper, the C client). It reads a zoo.cfg like ZooKeeper's
+(clientPort, clientPortAddress, tickTime, minSessionTimeout,
+maxSessionTimeout, maxClientCnxns, 4lw.commands.whitelist; dataDir and
+other storage, quorum and admin keys are accepted and ignored); flags
+override it. It prints the address it listens on, and stops on SIGINT or
+SIGTERM. Nothing is stored: every start is a fresh, empty server.
+
+The four-letter words ruok, srvr, stat, mntr, envi, conf, cons, dump,
+wchs, wchc, wchp, isro, srst and crst answer in ZooKeeper's format (only
+srvr unless the whitelist allows more, as ZooKeeper 3.5+).
+
+--history FILE writes what the server served as JSON lines (requests,
+replies, watch events, sessions); 'zklab check-history FILE' checks it
+for linearizability against the znode model.
+
+Flags:
+`,
+		run: runServe,
+	})
+}
+
+// ZooKeeper's default for maxClientCnxns, when neither zoo.cfg nor a
+// flag sets it (ServerCnxnFactory: 60 per client IP).
+const defaultMaxClientCnxns = 60
+
+func runServe(args []string, stdout, stderr io.Writer) error {
+	c := find("serve")
+	fs := newFlags(c)
+	zooCfg := fs.String("zoo-cfg", "", "read this zoo.cfg")
+	listen := fs.String("listen", "", "listen on HOST:PORT (default clientPortAddress:clientPort, or :2181)")
+	tickTime := fs.Int64("tick-time", 0, "tickTime in ms (default 2000)")
+	minSession := fs.Int64("min-session-timeout", 0, "minSessionTimeout in ms (default 2 ticks)")
+	maxSession := fs.Int64("max-session-timeout", 0, "maxSessionTimeout in ms (default 20 ticks)")
+	maxCnxns := fs.Int("max-client-cnxns", -1, "maxClientCnxns per client IP, 0 for no limit (default 60)")
+	words := fs.String("4lw", "", "4lw.commands.whitelist: comma-separated words, or * (default srvr)")
+	extended := fs.Bool("extended-types", false, "zookeeper.extendedTypesEnabled: allow TTL nodes")
+	historyPath := fs.String("history", "", "write what the server served to this file, as JSON lines")
+	if err := parseFlags(fs, c, args, stdout); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	var cfg zooConfig
+	if *zooCfg != "" {
+		var err error
+		if cfg, err = readZooConfig(*zooCfg); err != nil {
+			return usagef("%v", err)
+		}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["tick-time"] {
+		if *tickTime <= 0 {
+			return usagef("--tick-time %d: must be positive", *tickTime)
+		}
+		cfg.tickTimeMs = *tickTime
+	}
+	if set["min-session-timeout"] {
+		cfg.minSessionTimeoutMs = *minSession
+	}
+	if set["max-session-timeout"] {
+		cfg.maxSessionTimeoutMs = *maxSession
+	}
+	if set["max-client-cnxns"] {
+		if *maxCnxns < 0 {
+			return usagef("--max-client-cnxns %d: must be 0 (no limit) or more", *maxCnxns)
+		}
+		cfg.maxClientCnxns, cfg.maxClientCnxnsSet = *maxCnxns, true
+	}
+	if set["4lw"] {
+		list, err := parseFourLetterWords(*words)
+		if err != nil {
+			return usagef("--4lw: %v", err)
+		}
+		cfg.fourLetterWords = list
+	}
+	s, err := newServeSettings(cfg, *listen, *extended)
+	if err != nil {
+		return err
+	}
+
+	var history *os.File
+	if *historyPath != "" {
+		if history, err = os.Create(*historyPath); err != nil {
+			return usagef("--history: %v", err)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := startServe(s, history)
+	if err != nil {
+		if history != nil {
+			history.Close()
+		}
+		return err
+	}
+	fmt.Fprintf(stdout, "zklab serve: listening on %s\n", srv.addr)
+	select {
+	case <-ctx.Done():
+	case err := <-srv.done:
+		srv.done <- err // the listener failed: close reports it
+	}
+	if err := srv.close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "zklab serve: stopped\n")
+	return nil
+}
+
+// serveSettings is what a served server runs with, zoo.cfg and flags
+// merged and defaults applied.
+type serveSettings struct {
+	listen         string
+	sim            sim.ServerConfig
+	maxClientCnxns int
+	whitelist      []string
+	conf           wire.FourLetterConf
+}
+
+func newServeSettings(cfg zooConfig, listen string, extendedTypes bool) (serveSettings, error) {
+	tick := cfg.tickTimeMs
+	if tick == 0 {
+		tick = 2000
+	}
+	// -1, as ZooKeeper takes it, and unset both mean the default.
+	minMs, maxMs := cfg.minSessionTimeoutMs, cfg.maxSessionTimeoutMs
+	if minMs <= 0 {
+		minMs = 2 * tick
+	}
+	if maxMs <= 0 {
+		maxMs = 20 * tick
+	}
+	if minMs > maxMs {
+		return serveSettings{}, usagef("minSessionTimeout %d ms is above maxSessionTimeout %d ms", minMs, maxMs)
+	}
+	maxCnxns := defaultMaxClientCnxns
+	if cfg.maxClientCnxnsSet {
+		maxCnxns = cfg.maxClientCnxns
+	}
+	if listen == "" {
+		listen = cfg.listenAddress()
+	}
+	_, portText, err := net.SplitHostPort(listen)
+	if err != nil {
+		return serveSettings{}, usagef("--listen %q: %v", listen, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || port < 0 || port > 65535 {
+		return serveSettings{}, usagef("--listen %q: port %q is not 0..65535", listen, portText)
+	}
+	return serveSettings{
+		listen: listen,
+		sim: sim.ServerConfig{
+			TickTimeMs: tick, MinSessionTimeoutMs: minMs, MaxSessionTimeoutMs: maxMs,
+			ExtendedTypes: extendedTypes,
+		},
+		maxClientCnxns: maxCnxns,
+		whitelist:      cfg.fourLetterWords,
+		conf: wire.FourLetterConf{
+			ClientPort: port, DataDir: cfg.dataDir, TickTimeMs: tick, MaxClientCnxns: maxCnxns,
+			MinSessionTimeoutMs: minMs, MaxSessionTimeoutMs: maxMs,
+		},
+	}, nil
+}
+
+// served is a running `zklab serve`.
+type served struct {
+	addr    string
+	ln      net.Listener
+	srv     *wire.Server
+	history *wire.HistoryWriter
+	file    *os.File
+	done    chan error
+}
+
+// startServe listens and serves in the background. history, if not nil,
+// receives the served history and is closed by close.
+func startServe(s serveSettings, history *os.File) (*served, error) {
+	ln, err := net.Listen("tcp", s.listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %v", s.listen, err)
+	}
+	now := time.Now()
+	// Virtual time 0 is now, so that ctime and mtime are wall-clock times.
+	s.sim.EpochMs = now.UnixMilli()
+	flw := &wire.FourLetterWords{Whitelist: s.whitelist, Conf: s.conf, Epoch: now}
+	if s.conf.ClientPort == 0 {
+		flw.Conf.ClientPort = ln.Addr().(*net.TCPAddr).Port
+	}
+	cfg := wire.Config{MaxClientCnxns: s.maxClientCnxns, FourLetterWord: flw.Answer}
+	out := &served{addr: ln.Addr().String(), ln: ln, file: history, done: make(chan error, 1)}
+	if history != nil {
+		out.history = wire.NewHistoryWriter(history, now)
+		cfg.Observer = out.history
+	}
+	out.srv = wire.New(sim.NewServer(s.sim), cfg)
+	flw.Server = out.srv
+	go func() { out.done <- out.srv.Serve(ln) }()
+	return out, nil
+}
+
+// close stops the server and flushes its history.
+func (s *served) close() error {
+	s.srv.Close()
+	err := <-s.done
+	if errors.Is(err, wire.ErrServerClosed) {
+		err = nil
+	}
+	if s.history != nil {
+		if herr := errors.Join(s.history.Close(), s.file.Close()); herr != nil {
+			err = errors.Join(err, fmt.Errorf("--history %s: %v", s.file.Name(), herr))
+		}
+	}
+	return err
+}

@@ -1,0 +1,33 @@
+#!/bin/sh
+# zkServer.sh that runs `zklab serve` where a test harness expects
+# ZooKeeper's own script: point $ZOOKEEPER_BIN_PATH (go-zookeeper's test
+# harness) or your own harness at this directory.
+#
+#   zkServer.sh start-foreground ZOO.CFG
+#
+# runs `zklab serve --zoo-cfg ZOO.CFG` in this process (exec), so that a
+# harness that kills the script kills the server. $ZKLAB names the zklab
+# binary (default: zklab on PATH). Of the JVM flags a harness passes in
+# SERVER_JVMFLAGS or JVMFLAGS, -Dzookeeper.extendedTypesEnabled=true
+# becomes --extended-types; the rest (superDigest, emulate353TTLNodes,
+# log settings) have no zklab counterpart and are ignored. Only
+# start-foreground is supported: zklab serve keeps no pid file and no
+# data, so start, stop, status and restart would mean nothing.
+set -eu
+if [ "$#" -lt 1 ] || [ "$1" != start-foreground ]; then
+	echo "zkServer.sh (zklab shim): only 'start-foreground ZOO.CFG' is supported, got: $*" >&2
+	exit 2
+fi
+shift
+if [ "$#" -ne 1 ]; then
+	echo "zkServer.sh (zklab shim): start-foreground takes one zoo.cfg, got: $*" >&2
+	exit 2
+fi
+cfg=$1
+extended=
+for flag in ${SERVER_JVMFLAGS:-} ${JVMFLAGS:-}; do
+	case "$flag" in
+	-Dzookeeper.extendedTypesEnabled=true) extended=--extended-types ;;
+	esac
+done
+exec "${ZKLAB:-zklab}" serve --zoo-cfg "$cfg" $extended

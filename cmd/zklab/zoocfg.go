@@ -1,0 +1,234 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// zooConfig is what `zklab serve` takes from a zoo.cfg: the settings of a
+// standalone ZooKeeper server that matter to its clients. A zero field
+// was not set.
+type zooConfig struct {
+	clientPort          int    // clientPort
+	clientPortSet       bool   // clientPort appeared
+	clientPortAddress   string // clientPortAddress; "" binds every address, as ZooKeeper does
+	tickTimeMs          int64  // tickTime
+	minSessionTimeoutMs int64  // minSessionTimeout; -1 or absent: 2 ticks
+	maxSessionTimeoutMs int64  // maxSessionTimeout; -1 or absent: 20 ticks
+	maxClientCnxns      int    // maxClientCnxns per client address; 0 is no limit
+	maxClientCnxnsSet   bool
+	dataDir             string // dataDir: accepted, unused (zklab keeps everything in memory), shown by conf
+	// fourLetterWords is 4lw.commands.whitelist split at commas; "*" is
+	// every word. nil: the key was absent (ZooKeeper 3.5+ then allows
+	// only srvr).
+	fourLetterWords []string
+}
+
+// ignoredZooKeys are the zoo.cfg keys `zklab serve` accepts and ignores
+// (besides dataDir, which conf reports and nothing uses):
+// ZooKeeper settings that test harnesses and Debian's sample config write
+// but that change nothing a client of an in-memory standalone server can
+// see (storage, the admin server, quorum timing, metrics). Any other key
+// is an error, so that a setting zklab would silently not honour is never
+// taken for one it does.
+var ignoredZooKeys = []string{
+	"admin.commandURL",
+	"admin.enableServer",
+	"admin.serverAddress",
+	"admin.serverPort",
+	"autopurge.purgeInterval",
+	"autopurge.snapRetainCount",
+	"dataLogDir",
+	"globalOutstandingLimit",
+	"initLimit",
+	"localSessionsEnabled",
+	"localSessionsUpgradingEnabled",
+	"metricsProvider.className",
+	"metricsProvider.exportJvmInfo",
+	"metricsProvider.httpPort",
+	"preAllocSize",
+	"reconfigEnabled",
+	"serverCnxnFactory",
+	"snapCount",
+	"standaloneEnabled",
+	"syncEnabled",
+	"syncLimit",
+}
+
+// zooConfigError is a bad zoo.cfg line, named FILE:LINE.
+type zooConfigError struct {
+	file string
+	line int
+	msg  string
+}
+
+func (e *zooConfigError) Error() string { return fmt.Sprintf("%s:%d: %s", e.file, e.line, e.msg) }
+
+// readZooConfig parses the zoo.cfg at path.
+func readZooConfig(path string) (zooConfig, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return zooConfig{}, err
+	}
+	defer f.Close()
+	return parseZooConfig(path, f)
+}
+
+// parseZooConfig parses a zoo.cfg: lines of key=value, as ZooKeeper's
+// QuorumPeerConfig reads them through java.util.Properties (keys and
+// values trimmed, '#' and '!' start a comment line). It accepts the
+// subset of the Properties syntax that zoo.cfg files use in practice:
+// "key=value" or "key: value", one per line. A line continuation, a line
+// with no separator, an unknown key, a repeated key or a bad value is an
+// error naming file:line.
+func parseZooConfig(file string, r io.Reader) (zooConfig, error) {
+	var cfg zooConfig
+	seen := map[string]int{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	line := 0
+	for sc.Scan() {
+		line++
+		bad := func(format string, args ...any) error {
+			return &zooConfigError{file: file, line: line, msg: fmt.Sprintf(format, args...)}
+		}
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || text[0] == '#' || text[0] == '!' {
+			continue
+		}
+		if strings.HasSuffix(text, `\`) {
+			return cfg, bad("line continuations (a trailing backslash) are not supported")
+		}
+		sep := strings.IndexAny(text, "=:")
+		if sep <= 0 {
+			return cfg, bad("%q is not key=value", text)
+		}
+		key := strings.TrimSpace(text[:sep])
+		value := strings.TrimSpace(text[sep+1:])
+		if prev, ok := seen[key]; ok {
+			return cfg, bad("%s set again (first on line %d)", key, prev)
+		}
+		seen[key] = line
+		if err := cfg.set(key, value); err != nil {
+			return cfg, bad("%v", err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return cfg, &zooConfigError{file: file, line: line + 1, msg: err.Error()}
+	}
+	if cfg.minSessionTimeoutMs > 0 && cfg.maxSessionTimeoutMs > 0 && cfg.minSessionTimeoutMs > cfg.maxSessionTimeoutMs {
+		return cfg, &zooConfigError{file: file, line: seen["minSessionTimeout"],
+			msg: fmt.Sprintf("minSessionTimeout %d is above maxSessionTimeout %d", cfg.minSessionTimeoutMs, cfg.maxSessionTimeoutMs)}
+	}
+	return cfg, nil
+}
+
+// set applies one key=value.
+func (cfg *zooConfig) set(key, value string) error {
+	switch key {
+	case "clientPort":
+		n, err := parseInt(key, value, 0, 65535)
+		cfg.clientPort, cfg.clientPortSet = int(n), true
+		return err
+	case "clientPortAddress":
+		if value == "" {
+			return fmt.Errorf("clientPortAddress is empty")
+		}
+		if strings.ContainsAny(value, " /") {
+			return fmt.Errorf("clientPortAddress %q is not a host name or IP address", value)
+		}
+		cfg.clientPortAddress = value
+		return nil
+	case "tickTime":
+		n, err := parseInt(key, value, 1, 1<<31-1)
+		cfg.tickTimeMs = n
+		return err
+	case "minSessionTimeout", "maxSessionTimeout":
+		n, err := parseInt(key, value, -1, 1<<31-1)
+		if n == 0 {
+			return fmt.Errorf("%s must be positive, or -1 for the default", key)
+		}
+		if key == "minSessionTimeout" {
+			cfg.minSessionTimeoutMs = n
+		} else {
+			cfg.maxSessionTimeoutMs = n
+		}
+		return err
+	case "maxClientCnxns":
+		n, err := parseInt(key, value, 0, 1<<31-1)
+		cfg.maxClientCnxns, cfg.maxClientCnxnsSet = int(n), true
+		return err
+	case "dataDir":
+		cfg.dataDir = value
+		return nil
+	case "4lw.commands.whitelist":
+		words, err := parseFourLetterWords(value)
+		cfg.fourLetterWords = words
+		return err
+	}
+	if slices.Contains(ignoredZooKeys, key) || isIndexedKey(key, "authProvider.") {
+		return nil
+	}
+	if isIndexedKey(key, "server.") {
+		return fmt.Errorf("%s: zklab serve runs one standalone server, not an ensemble", key)
+	}
+	return fmt.Errorf("unknown key %q (zklab serve reads clientPort, clientPortAddress, tickTime, minSessionTimeout, maxSessionTimeout, maxClientCnxns, 4lw.commands.whitelist, and ignores dataDir, %s, authProvider.N)",
+		key, strings.Join(ignoredZooKeys, ", "))
+}
+
+// isIndexedKey reports whether key is prefix followed by a number, as in
+// server.1 or authProvider.1.
+func isIndexedKey(key, prefix string) bool {
+	rest, ok := strings.CutPrefix(key, prefix)
+	if !ok || rest == "" {
+		return false
+	}
+	_, err := strconv.ParseUint(rest, 10, 32)
+	return err == nil
+}
+
+func parseInt(key, value string, min, max int64) (int64, error) {
+	n, err := strconv.ParseInt(value, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s %q is not a whole number", key, value)
+	}
+	if n < min || n > max {
+		return 0, fmt.Errorf("%s %d is out of range [%d, %d]", key, n, min, max)
+	}
+	return n, nil
+}
+
+// parseFourLetterWords reads a 4lw.commands.whitelist: words separated
+// by commas, or "*" for all (ZooKeeper's FourLetterCommands).
+func parseFourLetterWords(value string) ([]string, error) {
+	var words []string
+	for _, w := range strings.Split(value, ",") {
+		w = strings.TrimSpace(w)
+		if w == "" {
+			continue
+		}
+		if w != "*" && len(w) != 4 {
+			return nil, fmt.Errorf("4lw.commands.whitelist: %q is not a four-letter word", w)
+		}
+		words = append(words, w)
+	}
+	if words == nil {
+		words = []string{}
+	}
+	return words, nil
+}
+
+// listenAddress is the address clientPortAddress:clientPort.
+func (cfg zooConfig) listenAddress() string {
+	port := 2181
+	if cfg.clientPortSet {
+		port = cfg.clientPort
+	}
+	return net.JoinHostPort(cfg.clientPortAddress, strconv.Itoa(port))
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestZooConfigReadsWhatClientsSee(t *testing.T) {
+	// The config go-zookeeper's test harness writes (ServerConfig.Marshall),
+	// with the keys kazoo's harness adds, and the client-facing settings.
+	text := `# a comment
+! another comment
+admin.enableServer=false
+dataDir=/tmp/zk/srv1
+tickTime=500
+initLimit=10
+syncLimit=5
+clientPort=21810
+reconfigEnabled=true
+4lw.commands.whitelist=*
+authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider
+clientPortAddress = 127.0.0.1
+minSessionTimeout: 1000
+maxSessionTimeout=-1
+maxClientCnxns=0
+`
+	cfg, err := parseZooConfig("zoo.cfg", strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := zooConfig{
+		clientPort: 21810, clientPortSet: true, clientPortAddress: "127.0.0.1",
+		tickTimeMs: 500, minSessionTimeoutMs: 1000, maxSessionTimeoutMs: -1,
+		maxClientCnxns: 0, maxClientCnxnsSet: true, fourLetterWords: []string{"*"},
+		dataDir: "/tmp/zk/srv1",
+	}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Fatalf("got %+v\nwant %+v", cfg, want)
+	}
+	if got := cfg.listenAddress(); got != "127.0.0.1:21810" {
+		t.Errorf("listen address %q", got)
+	}
+}
+
+func TestZooConfigDefaults(t *testing.T) {
+	cfg, err := parseZooConfig("zoo.cfg", strings.NewReader("dataDir=/var/lib/zookeeper\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.listenAddress(); got != ":2181" {
+		t.Errorf("listen address %q, want every address on 2181 as ZooKeeper", got)
+	}
+	if cfg.fourLetterWords != nil {
+		t.Errorf("whitelist %v, want unset", cfg.fourLetterWords)
+	}
+	cfg, err = parseZooConfig("zoo.cfg", strings.NewReader("4lw.commands.whitelist=srvr, ruok,\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cfg.fourLetterWords, []string{"srvr", "ruok"}) {
+		t.Errorf("whitelist %v", cfg.fourLetterWords)
+	}
+}
+
+func TestZooConfigDebianSample(t *testing.T) {
+	// Debian's own /etc/zookeeper/conf/zoo.cfg is accepted as it is.
+	const sample = "/etc/zookeeper/conf/zoo.cfg"
+	if _, err := os.Stat(sample); err != nil {
+		t.Skip("Debian's zookeeper package is not installed")
+	}
+	cfg, err := readZooConfig(sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.clientPortSet {
+		t.Errorf("clientPort not read from %s", sample)
+	}
+}
+
+func TestZooConfigBadLinesNameFileAndLine(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want string // the error, after "zoo.cfg:"
+	}{
+		{"tickTime=2000\nbogusKey=1\n", "2: unknown key \"bogusKey\""},
+		{"tickTime=2000\n\njust some words\n", "3: \"just some words\" is not key=value"},
+		{"=5\n", "1: \"=5\" is not key=value"},
+		{"clientPort=abc\n", "1: clientPort \"abc\" is not a whole number"},
+		{"clientPort=70000\n", "1: clientPort 70000 is out of range [0, 65535]"},
+		{"tickTime=0\n", "1: tickTime 0 is out of range"},
+		{"maxClientCnxns=-3\n", "1: maxClientCnxns -3 is out of range"},
+		{"minSessionTimeout=0\n", "1: minSessionTimeout must be positive"},
+		{"tickTime=2000\ntickTime=3000\n", "2: tickTime set again (first on line 1)"},
+		{"dataDir=/a/\\\n  b\n", "1: line continuations"},
+		{"4lw.commands.whitelist=srvr,status\n", "1: 4lw.commands.whitelist: \"status\" is not a four-letter word"},
+		{"clientPortAddress=\n", "1: clientPortAddress is empty"},
+		{"server.1=127.0.0.1:2888:3888\n", "1: server.1: zklab serve runs one standalone server"},
+		{"maxSessionTimeout=4000\nminSessionTimeout=5000\n", "2: minSessionTimeout 5000 is above maxSessionTimeout 4000"},
+	} {
+		_, err := parseZooConfig("zoo.cfg", strings.NewReader(tc.text))
+		if err == nil {
+			t.Errorf("%q: no error, want %q", tc.text, tc.want)
+			continue
+		}
+		if !strings.HasPrefix(err.Error(), "zoo.cfg:"+tc.want) {
+			t.Errorf("%q:\n got %v\nwant zoo.cfg:%s...", tc.text, err, tc.want)
+		}
+	}
+}
+
+func TestZooConfigMissingFile(t *testing.T) {
+	_, err := readZooConfig(filepath.Join(t.TempDir(), "nope.cfg"))
+	if err == nil || !strings.Contains(err.Error(), "nope.cfg") {
+		t.Fatalf("error %v does not name the file", err)
+	}
+}
