@@ -153,6 +153,8 @@ func (v *Verdict) String() string {
 	switch {
 	case v.Failed():
 		status = "FAIL"
+	case v.LimitReached():
+		status = "LIMIT" // limits.go: neither a pass nor a violation
 	case slices.ContainsFunc(v.Checks, func(c CheckResult) bool { return c.Outcome == Unknown }):
 		status = "UNKNOWN"
 	}
