@@ -214,7 +214,7 @@ func (v *Verdict) Expectations(exp []Expectation) []string {
 func (r *runner) check(znodeOps []sim.Operation, lastStep uint64) *Verdict {
 	sc := r.sc
 	v := &Verdict{
-		Title: fmt.Sprintf("%s, %d clients × %d cycles, %s store", sc.Recipe, sc.Clients, sc.Cycles, sc.Store),
+		Title: fmt.Sprintf("%s, %s × %s, %s store", sc.Recipe, Plural(sc.Clients, "client"), Plural(sc.Cycles, "cycle"), sc.Store),
 		Steps: lastStep,
 		Time:  r.endTime,
 	}
@@ -290,7 +290,7 @@ func (r *runner) lockModel() porcupine.Model {
 func (r *runner) checkLock(timeout time.Duration) CheckResult {
 	ops := r.lockOperations()
 	res := porcupine.CheckOperationsTimeout(r.lockModel(), ops, timeout)
-	out := CheckResult{Name: CheckLock, Outcome: porcupineOutcome(res), Detail: fmt.Sprintf("%d operations", len(ops))}
+	out := CheckResult{Name: CheckLock, Outcome: porcupineOutcome(res), Detail: Plural(len(ops), "operation")}
 	if res == porcupine.Unknown {
 		out.Detail += fmt.Sprintf("; no answer within %v", timeout)
 	}
@@ -343,7 +343,7 @@ func (r *runner) checkStore(timeout time.Duration) CheckResult {
 	}
 	res := porcupine.CheckOperationsTimeout(m, ops, timeout)
 	out := CheckResult{Name: CheckStore, Outcome: porcupineOutcome(res)}
-	out.Detail = fmt.Sprintf("value %d after %d writes", r.store.value, r.store.writes)
+	out.Detail = fmt.Sprintf("value %d after %s", r.store.value, Plural(int(r.store.writes), "write"))
 	if len(r.store.lost) > 0 {
 		lu := r.store.lost[0]
 		out.Detail += fmt.Sprintf("; %d lost updates, the first at step %d: c%d (token %#x) wrote %d over %d, having read %d (c%d's update lost)",
@@ -455,7 +455,7 @@ func (r *runner) checkOverlap(name string, lastStep uint64) CheckResult {
 			return CheckResult{Name: name, Outcome: Fail, Detail: fmt.Sprintf("at step %d, %s %s", s.start, strings.Join(who, " and "), what)}
 		}
 	}
-	return CheckResult{Name: name, Outcome: Pass, Detail: fmt.Sprintf("%d leases", len(spans))}
+	return CheckResult{Name: name, Outcome: Pass, Detail: Plural(len(spans), "lease")}
 }
 
 func cmpUint(a, b uint64) int {
@@ -594,7 +594,7 @@ func checkZnodes(ops []sim.Operation, obs *observer, lastStep uint64, timeout ti
 	}
 	hist := model.ZnodeOperations(ops, trace, lastStep)
 	res := porcupine.CheckOperationsTimeout(model.Znode(), hist, timeout)
-	out := CheckResult{Name: CheckZnodes, Outcome: porcupineOutcome(res), Detail: fmt.Sprintf("%d operations", len(hist))}
+	out := CheckResult{Name: CheckZnodes, Outcome: porcupineOutcome(res), Detail: Plural(len(hist), "operation")}
 	if res == porcupine.Unknown {
 		out.Detail += fmt.Sprintf("; no answer within %v", timeout)
 	}

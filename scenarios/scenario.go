@@ -387,10 +387,15 @@ func Parse(name, text string) (*Scenario, error) {
 	seen := map[string]int{}
 	scheduleDone := false
 	crReported := false
+	// tried is the directives the file has a line for, parsed or not: a
+	// line in error is not also reported missing.
+	tried := map[string]bool{}
 	for i, raw := range lines {
 		n := i + 1
 		if len(raw) > MaxLineBytes {
 			fail(n, "a line of %d bytes, more than a line may have (%d)", len(raw), MaxLineBytes)
+			key, _, _ := strings.Cut(raw[:MaxNameBytes], " ")
+			tried[key] = true
 			continue
 		}
 		if r, ok := strings.CutSuffix(raw, "\r"); ok {
@@ -427,6 +432,7 @@ func Parse(name, text string) (*Scenario, error) {
 			}
 			continue
 		}
+		tried[key] = true
 		index := seen[key]
 		if index > 0 && key != "fault" && key != "expect" {
 			fail(n, "%s given twice (first on line %d)", key, lineOf(s.layout, key, 0))
@@ -474,10 +480,10 @@ func Parse(name, text string) (*Scenario, error) {
 			break
 		}
 	}
-	if s.Recipe == "" {
+	if s.Recipe == "" && !tried["recipe"] {
 		fail(max(len(lines), 1), "no recipe line (recipe NAME)")
 	}
-	if s.Clients == 0 {
+	if s.Clients == 0 && !tried["clients"] {
 		fail(max(len(lines), 1), "no clients line (clients N)")
 	}
 	if s.Clients > 0 && s.Clients*max(s.Cycles, defaultCycles) > MaxLockCycles {
