@@ -346,8 +346,8 @@ func (r *runner) checkStore(timeout time.Duration) CheckResult {
 	out.Detail = fmt.Sprintf("value %d after %s", r.store.value, Plural(int(r.store.writes), "write"))
 	if len(r.store.lost) > 0 {
 		lu := r.store.lost[0]
-		out.Detail += fmt.Sprintf("; %d lost updates, the first at step %d: c%d (token %#x) wrote %d over %d, having read %d (c%d's update lost)",
-			len(r.store.lost), lu.step, lu.client, lu.token, lu.read+1, lu.current, lu.read, lu.previous)
+		out.Detail += fmt.Sprintf("; %s, the first at step %d: c%d (token %#x) wrote %d over %d, having read %d (c%d's update lost)",
+			Plural(len(r.store.lost), "lost update"), lu.step, lu.client, lu.token, lu.read+1, lu.current, lu.read, lu.previous)
 	}
 	if res == porcupine.Unknown {
 		out.Detail += fmt.Sprintf("; no answer within %v", timeout)

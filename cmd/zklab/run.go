@@ -300,7 +300,11 @@ func runOne(arg string, f runFlags, stdout, stderr io.Writer) runOutcome {
 	}
 	if applicable > 0 {
 		if len(unmet) == 0 {
-			fmt.Fprintf(stdout, "\nall %s %s met\n", scenarios.Plural(applicable, "expectation"), of)
+			all := fmt.Sprintf("all %d expectations", applicable)
+			if applicable == 1 {
+				all = "the one expectation"
+			}
+			fmt.Fprintf(stdout, "\n%s %s met\n", all, of)
 		} else {
 			fmt.Fprintf(stdout, "\n%d of %s %s not met:\n  %s\n", len(unmet), scenarios.Plural(applicable, "expectation"), of, strings.Join(unmet, "\n  "))
 		}
