@@ -13,8 +13,9 @@ import (
 
 // The checks, by name.
 const (
-	// CheckRun fails when the run itself went wrong: a task panicked, or
-	// the step limit was reached.
+	// CheckRun fails when the run itself went wrong: a task panicked. Its
+	// outcome is Limit when the run reached its step, virtual-time or
+	// wall-time limit (limits.go).
 	CheckRun = "run"
 	// CheckLock is the linearizability of the lock (porcupine, against
 	// the mutex, read/write or semaphore model): acquires as the clients

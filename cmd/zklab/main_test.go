@@ -187,7 +187,7 @@ func TestExploreRunRoundTrip(t *testing.T) {
 	// The file expects the violation it shows: it is a regression test
 	// that passes while the bug is there.
 	code, runOut, _ := zklab(t, "run", files[0])
-	if code != 0 || !strings.Contains(runOut, "liveness            fail") || !strings.Contains(runOut, "expectations of the file met") {
+	if code != 0 || !strings.Contains(runOut, "liveness            fail") || !strings.Contains(runOut, "of the file met") {
 		t.Errorf("zklab run of the file: exit %d, output:\n%s", code, runOut)
 	}
 	_, again, _ := zklab(t, "run", files[0])
