@@ -72,7 +72,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
+		return usagef("unexpected argument %s", scenarios.Cut(fs.Arg(0)))
 	}
 	if *recipe == "" {
 		return usagef("--recipe is required (see 'zklab recipes')")
@@ -81,10 +81,10 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *strategy != "random" && *strategy != "pct" {
-		return usagef("--strategy: %q is neither random nor pct", *strategy)
+		return usagef("--strategy: %s is neither random nor pct", scenarios.Cut(*strategy))
 	}
 	if *store != "fenced" && *store != "unfenced" {
-		return usagef("--store: %q is neither fenced nor unfenced", *store)
+		return usagef("--store: %s is neither fenced nor unfenced", scenarios.Cut(*store))
 	}
 	if err := checkExploreFlags(fs, *clients, *cycles, *runs, *budget, *depth, *leases, *sessionTimeout, *shrinkTime); err != nil {
 		return err
@@ -275,7 +275,7 @@ func parseShard(s string) (k, n int, err error) {
 	k, err1 := strconv.Atoi(a)
 	n, err2 := strconv.Atoi(b)
 	if !ok || err1 != nil || err2 != nil || n < 1 || k < 1 || k > n {
-		return 0, 0, usagef("--shard: %q is not K/N with 1 <= K <= N", s)
+		return 0, 0, usagef("--shard: %s is not K/N with 1 <= K <= N", scenarios.Cut(s))
 	}
 	return k, n, nil
 }

@@ -66,7 +66,7 @@ func runHerd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
+		return usagef("unexpected argument %s", scenarios.Cut(fs.Arg(0)))
 	}
 	var names []string
 	recipeItems, err := splitFlagList("recipe", *recipeList)

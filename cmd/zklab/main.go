@@ -77,7 +77,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	c := find(args[0])
 	if c == nil {
-		fmt.Fprintf(stderr, "zklab: unknown command %q (run 'zklab --help' for the list)\n", args[0])
+		fmt.Fprintf(stderr, "zklab: unknown command %s (run 'zklab --help' for the list)\n", scenarios.Cut(args[0]))
 		return 2
 	}
 	err := c.run(args[1:], stdout, stderr)
@@ -109,8 +109,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 // FILE:LINE: what is wrong.
 func printError(stderr io.Writer, cmd, msg string) {
 	for _, line := range strings.Split(strings.TrimRight(msg, "\n"), "\n") {
-		fmt.Fprintf(stderr, "zklab %s: %s\n", cmd, line)
+		fmt.Fprintf(stderr, "zklab %s: %s\n", cmd, cutLine(line))
 	}
+}
+
+// errorLineMax bounds an error line: whatever value a library or the
+// flag package quotes in full, a megabyte of it is not echoed.
+const errorLineMax = 1000
+
+func cutLine(line string) string {
+	if len(line) <= errorLineMax {
+		return line
+	}
+	return fmt.Sprintf("%s... (%d bytes)", line[:errorLineMax], len(line))
 }
 
 func find(name string) *command {

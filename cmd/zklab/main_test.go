@@ -409,3 +409,25 @@ func cutForLog(s string) string {
 	}
 	return s
 }
+
+// A megabyte of a bad value is never echoed: not by zklab's own errors,
+// nor by the flag package's, which quote a value whole.
+func TestErrorsCutValuesShort(t *testing.T) {
+	mb := strings.Repeat("v", 1<<20)
+	for _, args := range [][]string{
+		{mb},
+		{"herd", "--recipe", mb},
+		{"herd", "--clients", mb},
+		{"explore", "--recipe", "fair-lock", "--clients", mb},
+		{"explore", "--recipe", "fair-lock", "--strategy", mb},
+		{"explore", "--recipe", mb},
+		{"run", mb},
+		{"run", "--zk", mb, "fair-lock-10"},
+		{"recipes", mb},
+	} {
+		code, _, errOut := zklab(t, args...)
+		if code != 2 || len(errOut) > 1200 || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("zklab %s...: exit %d, %d bytes on stderr in %d lines; want exit 2 and one short line", args[0], code, len(errOut), strings.Count(errOut, "\n"))
+		}
+	}
+}

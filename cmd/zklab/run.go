@@ -505,7 +505,7 @@ func runScenarios(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
+		return usagef("unexpected argument %s", scenarios.Cut(fs.Arg(0)))
 	}
 	for _, e := range scenarios.Library() {
 		fmt.Fprintf(stdout, "%-26s %s\n", e.Name, e.Summary)
