@@ -1,12 +1,22 @@
 # zklab's tasks. `make test` is what CI runs (.ci/run).
 GO ?= go
 
-.PHONY: test deps vet race bench tour
+.PHONY: test deps vet race bench tour fuzz
 
 # test installs what the tests need, then runs vet and every test, with
-# the race detector.
+# the race detector (fuzz targets run their seed corpus there), then
+# fuzzes each target briefly. A longer search: make fuzz FUZZTIME=10m.
 test: deps vet
 	$(GO) test -race -count=1 ./...
+	$(MAKE) fuzz
+
+FUZZTIME ?= 10s
+
+# fuzz searches each fuzz target for FUZZTIME; a failure is written under
+# the package's testdata/fuzz and replays with go test.
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./scenarios
+	$(GO) test -run '^$$' -fuzz '^FuzzRun$$' -fuzztime $(FUZZTIME) ./scenarios
 
 # deps installs what the tests need when it is missing: Debian's
 # zookeeper (the real-server tests), chromium (the HTML report tests), and

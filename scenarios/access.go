@@ -214,12 +214,12 @@ func parseACLEntry(w string) (ACLEntry, error) {
 func (s *Scenario) checkAccess(fail func(line int, format string, args ...any), layout []layoutItem) {
 	for _, c := range s.Access.Credentials {
 		if c.Client > s.Clients && s.Clients > 0 {
-			fail(lineOf(layout, "credentials", 0)+1, "credentials for c%d, but there are %d clients", c.Client, s.Clients)
+			fail(lineOf(layout, "credentials", 0), "credentials for c%d, but there are %d clients", c.Client, s.Clients)
 		}
 	}
 	for _, a := range s.Access.Addresses {
 		if a.Client > s.Clients && s.Clients > 0 {
-			fail(lineOf(layout, "addresses", 0)+1, "address for c%d, but there are %d clients", a.Client, s.Clients)
+			fail(lineOf(layout, "addresses", 0), "address for c%d, but there are %d clients", a.Client, s.Clients)
 		}
 	}
 }

@@ -13,8 +13,9 @@ import (
 
 // The checks, by name.
 const (
-	// CheckRun fails when the run itself went wrong: a task panicked, or
-	// the step limit was reached.
+	// CheckRun fails when the run itself went wrong: a task panicked. Its
+	// outcome is Limit when the run reached its step, virtual-time or
+	// wall-time limit (limits.go).
 	CheckRun = "run"
 	// CheckLock is the linearizability of the lock (porcupine, against
 	// the mutex, read/write or semaphore model): acquires as the clients
@@ -153,6 +154,8 @@ func (v *Verdict) String() string {
 	switch {
 	case v.Failed():
 		status = "FAIL"
+	case v.LimitReached():
+		status = "LIMIT" // limits.go: neither a pass nor a violation
 	case slices.ContainsFunc(v.Checks, func(c CheckResult) bool { return c.Outcome == Unknown }):
 		status = "UNKNOWN"
 	}
@@ -212,7 +215,7 @@ func (v *Verdict) Expectations(exp []Expectation) []string {
 func (r *runner) check(znodeOps []sim.Operation, lastStep uint64) *Verdict {
 	sc := r.sc
 	v := &Verdict{
-		Title: fmt.Sprintf("%s, %d clients × %d cycles, %s store", sc.Recipe, sc.Clients, sc.Cycles, sc.Store),
+		Title: fmt.Sprintf("%s, %s × %s, %s store", sc.Recipe, Plural(sc.Clients, "client"), Plural(sc.Cycles, "cycle"), sc.Store),
 		Steps: lastStep,
 		Time:  r.endTime,
 	}
@@ -288,7 +291,7 @@ func (r *runner) lockModel() porcupine.Model {
 func (r *runner) checkLock(timeout time.Duration) CheckResult {
 	ops := r.lockOperations()
 	res := porcupine.CheckOperationsTimeout(r.lockModel(), ops, timeout)
-	out := CheckResult{Name: CheckLock, Outcome: porcupineOutcome(res), Detail: fmt.Sprintf("%d operations", len(ops))}
+	out := CheckResult{Name: CheckLock, Outcome: porcupineOutcome(res), Detail: Plural(len(ops), "operation")}
 	if res == porcupine.Unknown {
 		out.Detail += fmt.Sprintf("; no answer within %v", timeout)
 	}
@@ -341,11 +344,11 @@ func (r *runner) checkStore(timeout time.Duration) CheckResult {
 	}
 	res := porcupine.CheckOperationsTimeout(m, ops, timeout)
 	out := CheckResult{Name: CheckStore, Outcome: porcupineOutcome(res)}
-	out.Detail = fmt.Sprintf("value %d after %d writes", r.store.value, r.store.writes)
+	out.Detail = fmt.Sprintf("value %d after %s", r.store.value, Plural(int(r.store.writes), "write"))
 	if len(r.store.lost) > 0 {
 		lu := r.store.lost[0]
-		out.Detail += fmt.Sprintf("; %d lost updates, the first at step %d: c%d (token %#x) wrote %d over %d, having read %d (c%d's update lost)",
-			len(r.store.lost), lu.step, lu.client, lu.token, lu.read+1, lu.current, lu.read, lu.previous)
+		out.Detail += fmt.Sprintf("; %s, the first at step %d: c%d (token %#x) wrote %d over %d, having read %d (c%d's update lost)",
+			Plural(len(r.store.lost), "lost update"), lu.step, lu.client, lu.token, lu.read+1, lu.current, lu.read, lu.previous)
 	}
 	if res == porcupine.Unknown {
 		out.Detail += fmt.Sprintf("; no answer within %v", timeout)
@@ -453,7 +456,7 @@ func (r *runner) checkOverlap(name string, lastStep uint64) CheckResult {
 			return CheckResult{Name: name, Outcome: Fail, Detail: fmt.Sprintf("at step %d, %s %s", s.start, strings.Join(who, " and "), what)}
 		}
 	}
-	return CheckResult{Name: name, Outcome: Pass, Detail: fmt.Sprintf("%d leases", len(spans))}
+	return CheckResult{Name: name, Outcome: Pass, Detail: Plural(len(spans), "lease")}
 }
 
 func cmpUint(a, b uint64) int {
@@ -592,7 +595,7 @@ func checkZnodes(ops []sim.Operation, obs *observer, lastStep uint64, timeout ti
 	}
 	hist := model.ZnodeOperations(ops, trace, lastStep)
 	res := porcupine.CheckOperationsTimeout(model.Znode(), hist, timeout)
-	out := CheckResult{Name: CheckZnodes, Outcome: porcupineOutcome(res), Detail: fmt.Sprintf("%d operations", len(hist))}
+	out := CheckResult{Name: CheckZnodes, Outcome: porcupineOutcome(res), Detail: Plural(len(hist), "operation")}
 	if res == porcupine.Unknown {
 		out.Detail += fmt.Sprintf("; no answer within %v", timeout)
 	}

@@ -61,7 +61,12 @@ func TestReadmeExample(t *testing.T) {
 			t.Errorf("%s does not show the code between the README markers of readme_example_test.go", name)
 		}
 	}
-	if n := bytes.Count(snippet[1], []byte("\n")) + 1; n > 20 {
-		t.Errorf("the README example is %d lines, want at most 20", n)
+	// The example is a whole file, package clause and imports included,
+	// short enough to read at a glance.
+	if !bytes.HasPrefix(snippet[1], []byte("package ")) || !bytes.Contains(snippet[1], []byte("\nimport (")) {
+		t.Errorf("the README example does not start with its package clause and imports")
+	}
+	if n := bytes.Count(snippet[1], []byte("\n")) + 1; n > 35 {
+		t.Errorf("the README example is %d lines, want at most 35", n)
 	}
 }

@@ -1,3 +1,4 @@
+// README begin
 package scenarios_test
 
 import (
@@ -10,7 +11,6 @@ import (
 	"github.com/zklab/zklab/scenarios"
 )
 
-// README begin
 // brokenLock takes a lock node that exists for its own: two holders.
 type brokenLock struct{ c recipes.Conn }
 

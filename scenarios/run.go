@@ -78,9 +78,14 @@ type RunOptions struct {
 	// schedule (exploration); the decisions it makes are recorded in
 	// Result.Scenario.Schedule.
 	Strategy sim.Strategy
-	// MaxSteps bounds the run; 0 means 2,000,000 steps. A run past it is
-	// reported by the "run" check.
+	// MaxSteps bounds the run; 0 means MaxSteps (limits.go). A run that
+	// reaches it, or MaxVirtualTime, ends with the "run" check's outcome
+	// Limit: not a violation.
 	MaxSteps uint64
+	// MaxWallTime bounds the run's wall time; 0 means MaxWallTime
+	// (limits.go). A run stopped by it ends with the outcome Limit, and
+	// is the one run that does not replay the same on another machine.
+	MaxWallTime time.Duration
 	// ZK, when set, runs the scenario on the real ZooKeeper at these
 	// servers (HOST:PORT) instead of the simulator; see runOnZK for what
 	// carries over and what cannot.
@@ -152,8 +157,8 @@ func Run(sc *Scenario, o RunOptions) (*Result, error) {
 	if lockKind == "" {
 		lockKind = "mutex"
 	}
-	if sc.Clients < 1 || sc.Clients > clientsMax {
-		return nil, fmt.Errorf("scenario: %d clients, want 1 to %d", sc.Clients, clientsMax)
+	if err := sc.checkLimits(); err != nil {
+		return nil, err
 	}
 	for _, f := range sc.Faults {
 		if f.Kind != sim.FaultRestart && (f.Client < 1 || f.Client > sc.Clients) {
@@ -223,7 +228,7 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) *r
 	r.obs.report = o.Report
 	maxSteps := o.MaxSteps
 	if maxSteps == 0 {
-		maxSteps = 2_000_000
+		maxSteps = MaxSteps
 	}
 	faults := slices.Clone(sc.Faults)
 	r.w = sim.New(sim.Config{
@@ -233,7 +238,7 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) *r
 		KeepHistory: o.Znodes,
 		Faults:      faults,
 		MaxSteps:    maxSteps,
-		MaxTime:     365 * 24 * time.Hour,
+		MaxTime:     MaxVirtualTime,
 	})
 	r.obs.w = r.w
 	r.store = &store{fenced: sc.Store == StoreFenced}
@@ -280,13 +285,30 @@ func (r *runner) run() *Result {
 		lock := r.ctor(conn, r.lockPath, r.sc.options(i))
 		r.w.Go(c, fmt.Sprintf("c%d", i), r.workload(i, conn, lock))
 	}
+	maxWall := cmpOr(r.opts.MaxWallTime, MaxWallTime)
+	start := time.Now() // the wall-time limit's only reading of the clock
 	for {
 		deadline := r.obs.lastFaultEnd + r.quietPeriod() + r.bound()
 		now := r.w.Now()
 		if r.allDone() || now >= deadline {
 			break
 		}
-		if err := r.w.RunFor(min(runChunk, deadline-now)); err != nil {
+		if time.Since(start) > maxWall {
+			r.runErr = fmt.Errorf("%w %v reached at step %d, virtual time %v", ErrWallTime, maxWall, r.w.StepCount(), now)
+			break
+		}
+		chunk := runChunk
+		if next, ok := r.w.NextEventTime(); !ok || next-now > runChunk {
+			// Nothing happens before next: the chunks up to it would
+			// each find the world as it is. Skip them in one, ending
+			// where the last of them would have.
+			idle := deadline - now
+			if ok {
+				idle = min(idle, next-now)
+			}
+			chunk = max(runChunk, idle/runChunk*runChunk)
+		}
+		if err := r.w.RunFor(min(chunk, deadline-now)); err != nil {
 			r.runErr = err
 			break
 		}
@@ -313,6 +335,7 @@ func (r *runner) run() *Result {
 	r.rec.Choices = nil
 	res.Scenario = out
 	res.Verdict = r.check(ops, steps)
+	r.markLimit(res.Verdict)
 	res.hist = &r.hist
 	if r.opts.Trace {
 		res.Trace = r.obs.text.String()

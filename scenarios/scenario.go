@@ -3,6 +3,7 @@ package scenarios
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -32,6 +33,8 @@ const (
 	Fail    Outcome = "fail"
 	Unknown Outcome = "unknown" // the checker ran out of time: not a pass
 	Skipped Outcome = "n/a"     // the check does not apply
+	// Limit (limits.go) is the "run" check's outcome when the run reached
+	// its step, virtual-time or wall-time limit.
 )
 
 // Expectation is an expected outcome, written in a scenario file as
@@ -103,6 +106,7 @@ type layoutItem struct {
 	raw   string
 	key   string
 	index int
+	line  int // in the file, from 1
 }
 
 // The defaults of the optional directives.
@@ -321,12 +325,47 @@ type ParseError struct {
 func (e *ParseError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
 
 // ParseFile reads and parses a scenario file.
+// It refuses what is not a regular file (a FIFO would block, a device
+// like /dev/zero never ends) and a file larger than MaxFileBytes.
 func ParseFile(path string) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
 	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s)", path, fileKind(st.Mode()))
+	}
+	if st.Size() > MaxFileBytes {
+		return nil, fmt.Errorf("%s: %d bytes, more than a scenario file may have (%d)", path, st.Size(), MaxFileBytes)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// The file may have grown since: read one byte past the limit to know.
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("%s: more than %d bytes, more than a scenario file may have", path, MaxFileBytes)
+	}
 	return Parse(path, string(data))
+}
+
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "mode " + m.String()
 }
 
 // Parse parses the text of a scenario file; name is the file's name for
@@ -350,14 +389,32 @@ func Parse(name, text string) (*Scenario, error) {
 	}
 	seen := map[string]int{}
 	scheduleDone := false
+	crReported := false
+	// tried is the directives the file has a line for, parsed or not: a
+	// line in error is not also reported missing.
+	tried := map[string]bool{}
 	for i, raw := range lines {
 		n := i + 1
+		if len(raw) > MaxLineBytes {
+			fail(n, "a line of %d bytes, more than a line may have (%d)", len(raw), MaxLineBytes)
+			key, _, _ := strings.Cut(raw[:MaxNameBytes], " ")
+			tried[key] = true
+			continue
+		}
+		if r, ok := strings.CutSuffix(raw, "\r"); ok {
+			// Report a Windows line ending once, not on every line.
+			if !crReported {
+				fail(n, "the line ends with a carriage return (Windows line endings): save the file with Unix line endings (\\n)")
+				crReported = true
+			}
+			raw = r
+		}
 		trimmed := strings.TrimSpace(raw)
 		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
 			if trimmed != raw {
 				fail(n, "comments and blank lines start in the first column, without trailing spaces")
 			}
-			s.layout = append(s.layout, layoutItem{raw: raw})
+			s.layout = append(s.layout, layoutItem{raw: raw, line: n})
 			continue
 		}
 		key, rest, _ := strings.Cut(trimmed, " ")
@@ -367,20 +424,21 @@ func Parse(name, text string) (*Scenario, error) {
 				continue
 			}
 			if seen["schedule"] == 0 {
-				s.layout = append(s.layout, layoutItem{key: "schedule"})
+				s.layout = append(s.layout, layoutItem{key: "schedule", line: n})
 			}
 			seen["schedule"]++
 			if err := parseSchedule(rest, &s.Schedule); err != nil {
 				fail(n, "schedule: %v", err)
 			}
-			if i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "schedule ") {
+			if i+1 >= len(lines) || !isScheduleLine(lines[i+1]) {
 				scheduleDone = true
 			}
 			continue
 		}
+		tried[key] = true
 		index := seen[key]
 		if index > 0 && key != "fault" && key != "expect" {
-			fail(n, "%s given twice (first on line %d)", key, firstLine(s.layout, key)+1)
+			fail(n, "%s given twice (first on line %d)", key, lineOf(s.layout, key, 0))
 			continue
 		}
 		if err := s.parseDirective(key, rest); err != nil {
@@ -388,7 +446,7 @@ func Parse(name, text string) (*Scenario, error) {
 			continue
 		}
 		seen[key]++
-		s.layout = append(s.layout, layoutItem{key: key, index: index})
+		s.layout = append(s.layout, layoutItem{key: key, index: index, line: n})
 		var want []string
 		if key == "fault" || key == "expect" {
 			want, _ = s.render(key, index)
@@ -399,37 +457,53 @@ func Parse(name, text string) (*Scenario, error) {
 			fail(n, "write this line as %q", want[0])
 		}
 	}
-	// The schedule block is canonical only as a whole.
-	if seen["schedule"] > 0 {
+	// The schedule block is canonical only as a whole: the first line
+	// that differs from the canonical block is the one to rewrite.
+	if seen["schedule"] > 0 && len(errs) == 0 {
 		want := formatSchedule(s.Schedule)
 		var got []string
-		first := -1
+		var at []int
 		for i, raw := range lines {
-			if strings.HasPrefix(raw, "schedule ") || raw == "schedule" {
-				if first < 0 {
-					first = i
-				}
-				got = append(got, raw)
+			if isScheduleLine(strings.TrimSuffix(raw, "\r")) {
+				got = append(got, strings.TrimSuffix(raw, "\r"))
+				at = append(at, i+1)
 			}
 		}
-		if !slices.Equal(want, got) && len(errs) == 0 {
-			fail(first+1, "write the schedule as:\n%s", strings.Join(want, "\n"))
+		for i := range max(len(want), len(got)) {
+			switch {
+			case i >= len(got):
+				fail(at[len(at)-1], "the schedule goes on: after this line write %q", want[i])
+			case i >= len(want):
+				fail(at[i], "the schedule ended on the line before: remove this line")
+			case want[i] != got[i]:
+				fail(at[i], "write this schedule line as %q", want[i])
+			default:
+				continue
+			}
+			break
 		}
 	}
-	if s.Recipe == "" {
+	if s.Recipe == "" && !tried["recipe"] {
 		fail(max(len(lines), 1), "no recipe line (recipe NAME)")
 	}
-	if s.Clients == 0 {
+	if s.Clients == 0 && !tried["clients"] {
 		fail(max(len(lines), 1), "no clients line (clients N)")
+	}
+	if s.Clients > 0 && s.Clients*max(s.Cycles, defaultCycles) > MaxLockCycles {
+		line := lineOf(s.layout, "cycles", 0)
+		if line == 0 {
+			line = lineOf(s.layout, "clients", 0)
+		}
+		fail(line, "%d clients × %d cycles is more lock cycles than a run may have (%d)", s.Clients, max(s.Cycles, defaultCycles), MaxLockCycles)
 	}
 	for i, f := range s.Faults {
 		if f.Kind != sim.FaultRestart && f.Client > s.Clients && s.Clients > 0 {
-			fail(lineOf(s.layout, "fault", i)+1, "fault on c%d, but there are %d clients", f.Client, s.Clients)
+			fail(lineOf(s.layout, "fault", i), "fault on c%d, but there are %d clients", f.Client, s.Clients)
 		}
 	}
 	for _, r := range s.Readers {
 		if r > s.Clients && s.Clients > 0 {
-			fail(lineOf(s.layout, "readers", 0)+1, "reader c%d, but there are %d clients", r, s.Clients)
+			fail(lineOf(s.layout, "readers", 0), "reader c%d, but there are %d clients", r, s.Clients)
 		}
 	}
 	s.checkAccess(fail, s.layout)
@@ -439,33 +513,36 @@ func Parse(name, text string) (*Scenario, error) {
 	return s, nil
 }
 
-func firstLine(layout []layoutItem, key string) int { return lineOf(layout, key, 0) }
+func isScheduleLine(raw string) bool { return raw == "schedule" || strings.HasPrefix(raw, "schedule ") }
 
+// lineOf is the line of the index-th directive key, 0 if there is none.
 func lineOf(layout []layoutItem, key string, index int) int {
-	for i, it := range layout {
+	for _, it := range layout {
 		if it.key == key && it.index == index {
-			return i
+			return it.line
 		}
 	}
 	return 0
 }
 
-// Limits on what a scenario may ask for; each keeps a run bounded.
-const (
-	clientsMax        = 64 // model.ClientsMax
-	cyclesMax         = 1_000_000
-	scheduleChoiceMax = 1 << 20
-)
+// Line returns the line (from 1) of the file where the directive key
+// (the first of its kind) is, or 0 if the scenario was not read from a
+// file or has no such line: for an error a caller finds past Parse, such
+// as an unknown recipe.
+func (s *Scenario) Line(key string) int { return lineOf(s.layout, key, 0) }
 
 func (s *Scenario) parseDirective(key, rest string) error {
 	switch key {
 	case "recipe":
 		if rest == "" || strings.ContainsAny(rest, " \t") {
-			return fmt.Errorf("recipe: want one name, got %q", rest)
+			return fmt.Errorf("recipe: want one name, got %s", Cut(rest))
+		}
+		if len(rest) > MaxNameBytes {
+			return fmt.Errorf("recipe: a name of %d bytes, longer than a recipe's name may be (%d): %s", len(rest), MaxNameBytes, Cut(rest))
 		}
 		s.Recipe = rest
 	case "leases":
-		return parseInt(rest, 1, clientsMax, &s.Leases)
+		return parseInt(rest, 1, MaxLeases, &s.Leases)
 	case "readers":
 		for _, f := range strings.Fields(rest) {
 			var c int
@@ -478,9 +555,9 @@ func (s *Scenario) parseDirective(key, rest string) error {
 			return errors.New("readers: want client names like c1 c3")
 		}
 	case "clients":
-		return parseInt(rest, 1, clientsMax, &s.Clients)
+		return parseInt(rest, 1, MaxClients, &s.Clients)
 	case "cycles":
-		return parseInt(rest, 1, cyclesMax, &s.Cycles)
+		return parseInt(rest, 1, MaxCycles, &s.Cycles)
 	case "hold":
 		return parseDuration(rest, &s.Hold)
 	case "think":
@@ -490,7 +567,7 @@ func (s *Scenario) parseDirective(key, rest string) error {
 		case StoreFenced, StoreUnfenced:
 			s.Store = StoreKind(rest)
 		default:
-			return fmt.Errorf("store: want fenced or unfenced, got %q", rest)
+			return fmt.Errorf("store: want fenced or unfenced, got %s", Cut(rest))
 		}
 	case "session-timeout":
 		if err := parseDuration(rest, &s.SessionTimeout); err != nil {
@@ -502,16 +579,22 @@ func (s *Scenario) parseDirective(key, rest string) error {
 	case "seed":
 		v, err := strconv.ParseUint(rest, 10, 64)
 		if err != nil {
-			return fmt.Errorf("seed: want an unsigned integer, got %q", rest)
+			return fmt.Errorf("seed: want an unsigned integer, got %s", Cut(rest))
 		}
 		s.Seed = v
 	case "fault":
+		if len(s.Faults) >= MaxFaults {
+			return fmt.Errorf("fault: more faults than a scenario may have (%d)", MaxFaults)
+		}
 		f, err := parseFault(rest)
 		if err != nil {
 			return fmt.Errorf("fault: %v", err)
 		}
 		s.Faults = append(s.Faults, f)
 	case "expect":
+		if len(s.Expect) >= MaxExpects {
+			return fmt.Errorf("expect: more expectations than a scenario may have (%d)", MaxExpects)
+		}
 		e, err := parseExpect(rest)
 		if err != nil {
 			return fmt.Errorf("expect: %v", err)
@@ -521,7 +604,7 @@ func (s *Scenario) parseDirective(key, rest string) error {
 		if ok, err := s.parseAccess(key, rest); ok {
 			return err
 		}
-		return fmt.Errorf("unknown directive %q (want one of %s, fault, expect, schedule)", key, strings.Join(singleKeys, ", "))
+		return fmt.Errorf("unknown directive %s (want one of %s, fault, expect, schedule)", Cut(key), strings.Join(singleKeys, ", "))
 	}
 	return nil
 }
@@ -529,7 +612,7 @@ func (s *Scenario) parseDirective(key, rest string) error {
 func parseInt(s string, lo, hi int, out *int) error {
 	v, err := strconv.Atoi(s)
 	if err != nil || v < lo || v > hi {
-		return fmt.Errorf("want an integer from %d to %d, got %q", lo, hi, s)
+		return fmt.Errorf("want an integer from %d to %d, got %s", lo, hi, Cut(s))
 	}
 	*out = v
 	return nil
@@ -538,7 +621,10 @@ func parseInt(s string, lo, hi int, out *int) error {
 func parseDuration(s string, out *time.Duration) error {
 	d, err := time.ParseDuration(s)
 	if err != nil || d < 0 {
-		return fmt.Errorf("want a duration like 1.5s or 200ms, got %q", s)
+		return fmt.Errorf("want a duration like 1.5s or 200ms, got %s", Cut(s))
+	}
+	if d > MaxDuration {
+		return fmt.Errorf("%s is longer than a scenario's durations may be (%v)", Cut(s), MaxDuration)
 	}
 	*out = d
 	return nil
@@ -546,9 +632,9 @@ func parseDuration(s string, out *time.Duration) error {
 
 func parseClient(s string, out *int) error {
 	if !strings.HasPrefix(s, "c") {
-		return fmt.Errorf("want a client like c1, got %q", s)
+		return fmt.Errorf("want a client like c1, got %s", Cut(s))
 	}
-	return parseInt(s[1:], 1, clientsMax, out)
+	return parseInt(s[1:], 1, MaxClients, out)
 }
 
 func parseFault(rest string) (sim.ScheduledFault, error) {
@@ -565,12 +651,12 @@ func parseFault(rest string) (sim.ScheduledFault, error) {
 		}
 	case "step":
 		v, err := strconv.ParseUint(val, 10, 64)
-		if err != nil || v == 0 {
-			return f, fmt.Errorf("want step=N with N ≥ 1, got %q", words[0])
+		if err != nil || v == 0 || v > MaxSteps {
+			return f, fmt.Errorf("want step=N with N from 1 to %d, got %s", MaxSteps, Cut(words[0]))
 		}
 		f.AtStep = v
 	default:
-		return f, fmt.Errorf("want at=TIME or step=N first, got %q", words[0])
+		return f, fmt.Errorf("want at=TIME or step=N first, got %s", Cut(words[0]))
 	}
 	f.Kind = sim.FaultKind(words[1])
 	if !slices.Contains(sim.FaultKinds, f.Kind) {
@@ -578,7 +664,7 @@ func parseFault(rest string) (sim.ScheduledFault, error) {
 		for _, k := range sim.FaultKinds {
 			kinds = append(kinds, string(k))
 		}
-		return f, fmt.Errorf("unknown fault kind %q (want one of %s)", words[1], strings.Join(kinds, ", "))
+		return f, fmt.Errorf("unknown fault kind %s (want one of %s)", Cut(words[1]), strings.Join(kinds, ", "))
 	}
 	rest2 := words[2:]
 	if f.Kind != sim.FaultRestart {
@@ -601,7 +687,7 @@ func parseFault(rest string) (sim.ScheduledFault, error) {
 		rest2 = nil
 	}
 	if len(rest2) > 0 {
-		return f, fmt.Errorf("unexpected %q", strings.Join(rest2, " "))
+		return f, fmt.Errorf("unexpected %s", Cut(strings.Join(rest2, " ")))
 	}
 	return f, nil
 }
@@ -609,41 +695,51 @@ func parseFault(rest string) (sim.ScheduledFault, error) {
 func parseExpect(rest string) (Expectation, error) {
 	check, val, ok := strings.Cut(rest, " ")
 	if !ok {
-		return Expectation{}, errors.New("want: expect CHECK pass|fail|unknown, or expect herd.FIGURE N")
+		return Expectation{}, errors.New("want: expect CHECK pass|fail|unknown|n/a|limit, or expect herd.FIGURE N")
 	}
 	if strings.HasPrefix(check, "herd.") {
 		if !slices.Contains(herdFigureNames, strings.TrimPrefix(check, "herd.")) {
-			return Expectation{}, fmt.Errorf("unknown herd figure %q (want one of %s)", check, strings.Join(herdFigureNames, ", "))
+			return Expectation{}, fmt.Errorf("unknown herd figure %s (want one of %s)", Cut(check), strings.Join(herdFigureNames, ", "))
 		}
 		v, err := strconv.ParseInt(val, 10, 64)
 		if err != nil {
-			return Expectation{}, fmt.Errorf("want an integer, got %q", val)
+			return Expectation{}, fmt.Errorf("want an integer, got %s", Cut(val))
 		}
 		return Expectation{Check: check, Figure: v}, nil
 	}
 	if !slices.Contains(CheckNames, check) {
-		return Expectation{}, fmt.Errorf("unknown check %q (want one of %s)", check, strings.Join(CheckNames, ", "))
+		return Expectation{}, fmt.Errorf("unknown check %s (want one of %s)", Cut(check), strings.Join(CheckNames, ", "))
 	}
 	switch o := Outcome(val); o {
 	case Pass, Fail, Unknown, Skipped:
 		return Expectation{Check: check, Outcome: o}, nil
+	case Limit:
+		if check == CheckRun {
+			return Expectation{Check: check, Outcome: o}, nil
+		}
 	}
-	return Expectation{}, fmt.Errorf("want pass, fail, unknown or n/a, got %q", val)
+	return Expectation{}, fmt.Errorf("want pass, fail, unknown or n/a (or limit, for run), got %s", Cut(val))
 }
 
 func parseSchedule(rest string, out *[]int) error {
+	if rest == "" {
+		return errors.New("want choices like 0 2 1*5, got nothing")
+	}
 	for _, tok := range strings.Fields(rest) {
 		v, n := tok, "1"
 		if a, b, ok := strings.Cut(tok, "*"); ok {
 			v, n = a, b
 		}
 		choice, err := strconv.Atoi(v)
-		if err != nil || choice < 0 || choice > scheduleChoiceMax {
-			return fmt.Errorf("want a choice from 0 to %d, got %q", scheduleChoiceMax, tok)
+		if err != nil || choice < 0 || choice > MaxScheduleChoices {
+			return fmt.Errorf("want a choice from 0 to %d, got %s", MaxScheduleChoices, Cut(tok))
 		}
 		count, err := strconv.Atoi(n)
-		if err != nil || count < 1 || len(*out)+count > scheduleChoiceMax {
-			return fmt.Errorf("bad repeat count in %q", tok)
+		if err != nil || count < 1 {
+			return fmt.Errorf("want a repeat count of 1 or more after *, got %s", Cut(tok))
+		}
+		if len(*out)+count > MaxScheduleChoices {
+			return fmt.Errorf("more choices than a schedule may have (%d) at %s", MaxScheduleChoices, Cut(tok))
 		}
 		for range count {
 			*out = append(*out, choice)

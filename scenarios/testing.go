@@ -76,8 +76,8 @@ func Test(t TB, name string, newLock Constructor, o Options) {
 		return
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "zklab: %s failed after %d runs (%v); shrunk to %d clients, %d faults, %d scheduling decisions\n",
-		name, res.Runs, res.ToFailure.Round(time.Millisecond), res.Failure.Scenario.Clients, len(res.Failure.Scenario.Faults), len(res.Failure.Scenario.Schedule))
+	fmt.Fprintf(&b, "zklab: %s failed after %s (%v); shrunk to %s, %s, %s\n",
+		name, Plural(res.Runs, "run"), res.ToFailure.Round(time.Millisecond), Plural(res.Failure.Scenario.Clients, "client"), Plural(len(res.Failure.Scenario.Faults), "fault"), Plural(len(res.Failure.Scenario.Schedule), "scheduling decision"))
 	b.WriteString(res.Failure.Verdict.String())
 	fmt.Fprintf(&b, "scenario file: %s\n", res.File)
 	if _, known := recipes.Lookup(name); known {

@@ -306,7 +306,7 @@ func (c *Client) schedulePing() {
 		if !c.authed {
 			return
 		}
-		c.w.sendToServer(c.conn, wireMsg{kind: wireRequest, req: &pingRequest})
+		c.w.sendToServer(c.conn, wireMsg{kind: wireRequest, req: pingRequest})
 		c.schedulePing()
 	})
 }
@@ -408,7 +408,7 @@ func (c *Client) transmit(p *pending) {
 		return
 	}
 	c.inflight = append(c.inflight, p)
-	c.w.sendToServer(c.conn, wireMsg{kind: wireRequest, req: &p.req})
+	c.w.sendToServer(c.conn, wireMsg{kind: wireRequest, req: p.req})
 	if c.w.trace.on() {
 		c.w.emit(Event{Kind: "send", Client: c.id, Session: c.sessionID, Op: p.req.Op.String(), Xid: p.req.Xid, Path: p.req.Path})
 	}

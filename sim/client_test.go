@@ -497,3 +497,48 @@ func TestOverlappingRestarts(t *testing.T) {
 		t.Errorf("session %#x before the restarts, %#x after", sessionBefore, sessionAfter)
 	}
 }
+
+// A request on its way when a partition cuts the connection stays on the
+// wire as it was sent, however the client reuses its own record after the
+// call failed: when the partition heals, the old connection delivers the
+// request, the server applies it (the caller saw ErrConnectionClosed: an
+// ambiguous outcome), and then learns the client closed that connection.
+// This once panicked ("server received unknown op op(0)"): the message
+// pointed into the call's record, which the failed call had already
+// cleared for reuse.
+func TestRequestOnTheWireOutlivesItsFailedCall(t *testing.T) {
+	w, cs := newWorld(t, 8, 1, 10*time.Second)
+	c := cs[0]
+	var errA error
+	var aExists bool
+	var probes int
+	w.Go(c, "worker", func(ctx context.Context) {
+		if _, err := c.Create(ctx, "/warm", nil, 0, acl); err != nil {
+			t.Errorf("create /warm: %v", err)
+			return
+		}
+		w.Inject(Fault{Kind: FaultPartition, Client: 1, Duration: 10 * time.Second})
+		_, errA = c.Create(ctx, "/a", nil, 0, acl)
+		// The record of the failed call is reused by the calls that
+		// follow, while the request to create /a is still on the wire.
+		for {
+			probes++
+			ok, _, err := c.Exists(ctx, "/a")
+			if err == nil {
+				aExists = ok
+				return
+			}
+			c.Sleep(ctx, 500*time.Millisecond)
+		}
+	})
+	run(t, w)
+	if errA != zk.ErrConnectionClosed {
+		t.Errorf("create /a cut off by the partition: got %v, want zk.ErrConnectionClosed", errA)
+	}
+	if !aExists {
+		t.Errorf("after the partition healed /a does not exist: the request on the wire was not applied")
+	}
+	if probes < 2 {
+		t.Errorf("exists /a answered at once (%d probes): the partition did not hold the request back", probes)
+	}
+}

@@ -14,10 +14,15 @@ const (
 	wireFin // the client closed its end; the server learns it after what came before
 )
 
+// wireMsg is one message on its way to the server. It holds its request
+// by value, as bytes on a wire are the sender's no longer: the client
+// reuses a call's record once the call has ended, and a call may end (its
+// connection given up) while its request is still on the old connection,
+// which delivers it later all the same.
 type wireMsg struct {
 	kind    wireKind
 	connect ConnectRequest
-	req     *Request
+	req     Request
 }
 
 // netConn is one TCP connection between a client and the server: two
@@ -182,7 +187,7 @@ func (w *World) deliverToServer(conn *netConn) {
 	if !w.server.HasConn(conn.id) {
 		if m.kind != wireFin {
 			e := Event{Kind: "lost", Client: c.number(), Detail: fmt.Sprintf("conn%d closed by the server", conn.id)}
-			if m.req != nil {
+			if m.kind == wireRequest {
 				e.Op, e.Xid = m.req.Op.String(), m.req.Xid
 			}
 			w.emit(e)
@@ -202,7 +207,7 @@ func (w *World) deliverToServer(conn *netConn) {
 		if w.trace.on() {
 			w.emit(Event{Kind: "apply", Client: c.number(), Session: c.sessionID, Op: m.req.Op.String(), Xid: m.req.Xid, Path: m.req.Path})
 		}
-		w.server.Receive(w.nowMs(), conn.id, *m.req)
+		w.server.Receive(w.nowMs(), conn.id, m.req)
 	case wireFin:
 		w.server.Disconnect(conn.id)
 		w.emit(Event{Kind: "server", Client: c.number(), Detail: fmt.Sprintf("conn%d closed by the client", conn.id)})

@@ -400,6 +400,36 @@ func (w *World) blockedTasks() string {
 
 // advanceTime moves virtual time to the next timer or server deadline and
 // lets the server see it. It reports false if there is nothing to wait for.
+// NextEventTime is the virtual time at which something next happens in
+// the world: now when a step is enabled, else the earliest timer, server
+// deadline or fault due at a time. It reports false when nothing ever
+// will. A driver that runs the world in slices of time skips the slices
+// before it at once: they would each find the world as it is.
+func (w *World) NextEventTime() (time.Duration, bool) {
+	if w.closed {
+		return 0, false
+	}
+	if len(w.enumerate()) > 0 {
+		return time.Duration(w.nowNs), true
+	}
+	next := int64(-1)
+	if len(w.timers) > 0 {
+		next = w.timers[0].atNs
+	}
+	if d := w.server.NextDeadlineMs(); d != 1<<63-1 && w.serverUp {
+		if dNs := d * int64(time.Millisecond); next < 0 || dNs < next {
+			next = dNs
+		}
+	}
+	if nf, ok := w.nextFaultTime(); ok && (next < 0 || nf < next) {
+		next = nf
+	}
+	if next < 0 {
+		return 0, false
+	}
+	return time.Duration(max(next, w.nowNs)), true
+}
+
 func (w *World) advanceTime() bool {
 	next := int64(-1)
 	if len(w.timers) > 0 {

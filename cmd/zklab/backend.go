@@ -11,6 +11,7 @@ import (
 
 	"github.com/zklab/zklab/recipes"
 	"github.com/zklab/zklab/recipes/zkconn"
+	"github.com/zklab/zklab/scenarios"
 	"github.com/zklab/zklab/sim"
 )
 
@@ -57,11 +58,11 @@ func newBackend(zkServers string, seed uint64) (backend, error) {
 func zkList(s string) ([]string, error) {
 	servers := splitList(s)
 	if len(servers) == 0 {
-		return nil, usagef("--zk: no HOST:PORT in %q", s)
+		return nil, usagef("--zk: no HOST:PORT in %s", scenarios.Cut(s))
 	}
 	for _, srv := range servers {
 		if _, _, err := net.SplitHostPort(srv); err != nil {
-			return nil, usagef("--zk: %q is not HOST:PORT", srv)
+			return nil, usagef("--zk: %s is not HOST:PORT", scenarios.Cut(srv))
 		}
 	}
 	return servers, nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -71,7 +72,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
+		return usagef("unexpected argument %s", scenarios.Cut(fs.Arg(0)))
 	}
 	if *recipe == "" {
 		return usagef("--recipe is required (see 'zklab recipes')")
@@ -80,13 +81,13 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *strategy != "random" && *strategy != "pct" {
-		return usagef("--strategy: %q is neither random nor pct", *strategy)
+		return usagef("--strategy: %s is neither random nor pct", scenarios.Cut(*strategy))
 	}
 	if *store != "fenced" && *store != "unfenced" {
-		return usagef("--store: %q is neither fenced nor unfenced", *store)
+		return usagef("--store: %s is neither fenced nor unfenced", scenarios.Cut(*store))
 	}
-	if *runs < 0 || *budget < 0 || *clients < 1 || *cycles < 1 || *depth < 1 || *leases < 0 || *sessionTimeout <= 0 {
-		return usagef("--runs, --time, --clients, --cycles, --depth, --leases and --session-timeout must be positive")
+	if err := checkExploreFlags(fs, *clients, *cycles, *runs, *budget, *depth, *leases, *sessionTimeout, *shrinkTime); err != nil {
+		return err
 	}
 	if *leases > 0 && *recipe != "semaphore" {
 		return usagef("--leases is for the semaphore recipe, not %s", *recipe)
@@ -133,7 +134,8 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, "\r\033[K")
 	}
 	if err != nil {
-		return usagef("%v", err)
+		// The command's name is already the line's prefix.
+		return usagef("%s", strings.TrimPrefix(err.Error(), "explore: "))
 	}
 	if *asJSON {
 		return printExploreJSON(stdout, o, res)
@@ -148,14 +150,14 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	case len(kinds) > 0:
 		faults = "faults " + joinKinds(kinds)
 	}
-	fmt.Fprintf(stdout, "explored %d schedules of %s (%s strategy, %s, seed %d, shard %d/%d): %d simulator steps\n",
-		res.Runs, *recipe, *strategy, faults, *seed, k, n, res.Steps)
+	fmt.Fprintf(stdout, "explored %s of %s (%s strategy, %s, seed %d, shard %d/%d): %d simulator steps\n",
+		scenarios.Plural(res.Runs, "schedule"), *recipe, *strategy, faults, *seed, k, n, res.Steps)
 	if res.Failure == nil {
 		fmt.Fprintln(stdout, "no violation")
 		return nil
 	}
-	fmt.Fprintf(stdout, "violation found at schedule %d, shrunk to %d faults and %d scheduling decisions:\n\n%s\n",
-		res.Runs+1, len(res.Failure.Scenario.Faults), len(res.Failure.Scenario.Schedule), res.Failure.Verdict.String())
+	fmt.Fprintf(stdout, "violation found at schedule %d, shrunk to %s and %s:\n\n%s\n",
+		res.Runs+1, scenarios.Plural(len(res.Failure.Scenario.Faults), "fault"), scenarios.Plural(len(res.Failure.Scenario.Schedule), "scheduling decision"), res.Failure.Verdict.String())
 	fmt.Fprintf(stdout, "scenario file: %s\nreplay it with:\n  zklab run %s\n", res.File, res.File)
 	v := res.Failure.Verdict.Violations(nil)
 	return violationError{fmt.Sprintf("%s: %s", v[0].Name, oneLineText(v[0].Detail))}
@@ -195,6 +197,45 @@ func printExploreJSON(w io.Writer, o scenarios.ExploreOptions, res *scenarios.Ex
 	return nil
 }
 
+// checkExploreFlags refuses a flag past its limit, naming that flag
+// alone. --runs, --time and --leases are checked only when given: their
+// zero default means "not set".
+func checkExploreFlags(fs *flag.FlagSet, clients, cycles, runs int, budget time.Duration, depth, leases int, sessionTimeout, shrinkTime time.Duration) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := checkIntFlag("clients", clients, 1, scenarios.MaxClients); err != nil {
+		return err
+	}
+	if err := checkIntFlag("cycles", cycles, 1, scenarios.MaxCycles); err != nil {
+		return err
+	}
+	if clients*cycles > scenarios.MaxLockCycles {
+		return usagef("--clients %d × --cycles %d is more lock cycles than a run may have (%d)", clients, cycles, scenarios.MaxLockCycles)
+	}
+	if set["runs"] {
+		if err := checkIntFlag("runs", runs, 1, scenarios.MaxExploreRuns); err != nil {
+			return err
+		}
+	}
+	if set["time"] {
+		if err := checkDurationFlag("time", budget, 1000*time.Hour); err != nil {
+			return err
+		}
+	}
+	if err := checkIntFlag("depth", depth, 1, 100); err != nil {
+		return err
+	}
+	if set["leases"] {
+		if err := checkIntFlag("leases", leases, 1, scenarios.MaxLeases); err != nil {
+			return err
+		}
+	}
+	if err := checkDurationFlag("session-timeout", sessionTimeout, scenarios.MaxDuration); err != nil {
+		return err
+	}
+	return checkDurationFlag("shrink-time", shrinkTime, scenarios.MaxDuration)
+}
+
 // shrinkTimeDefault bounds shrinking generously: a shrink that ends by
 // itself gives the same file on every machine, one cut short may not.
 const shrinkTimeDefault = 2 * time.Minute
@@ -207,10 +248,14 @@ func parseFaultKinds(list string) ([]sim.FaultKind, error) {
 		return []sim.FaultKind{}, nil
 	}
 	var kinds []sim.FaultKind
-	for _, f := range splitList(list) {
+	items, err := splitFlagList("faults", list)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range items {
 		k := sim.FaultKind(f)
 		if !slices.Contains(sim.FaultKinds, k) {
-			return nil, usagef("--faults: unknown fault kind %q (known: %s)", f, joinKinds(sim.FaultKinds))
+			return nil, usagef("--faults: unknown fault kind %s (known: %s)", scenarios.Cut(f), joinKinds(sim.FaultKinds))
 		}
 		kinds = append(kinds, k)
 	}
@@ -230,7 +275,7 @@ func parseShard(s string) (k, n int, err error) {
 	k, err1 := strconv.Atoi(a)
 	n, err2 := strconv.Atoi(b)
 	if !ok || err1 != nil || err2 != nil || n < 1 || k < 1 || k > n {
-		return 0, 0, usagef("--shard: %q is not K/N with 1 <= K <= N", s)
+		return 0, 0, usagef("--shard: %s is not K/N with 1 <= K <= N", scenarios.Cut(s))
 	}
 	return k, n, nil
 }
@@ -262,7 +307,7 @@ func printExploreZK(w io.Writer, o scenarios.ExploreOptions, seed uint64, k, n i
 		fmt.Fprintln(w, "no violation")
 		return nil
 	}
-	fmt.Fprintf(w, "violation found at run %d, shrunk to %d faults:\n\n%s\n", res.Runs+1, len(res.Failure.Scenario.Faults), res.Failure.Verdict.String())
+	fmt.Fprintf(w, "violation found at run %d, shrunk to %s:\n\n%s\n", res.Runs+1, scenarios.Plural(len(res.Failure.Scenario.Faults), "fault"), res.Failure.Verdict.String())
 	fmt.Fprintf(w, "timeline (event, client, what):\n%s\n", res.Failure.History())
 	fmt.Fprintf(w, "scenario file: %s\nrun it again on the server with:\n  %s\nor on the simulator with:\n  zklab run %s\n", res.File, res.Command, res.File)
 	v := res.Failure.Verdict.Violations(nil)

@@ -12,7 +12,11 @@ import (
 	"time"
 
 	"github.com/zklab/zklab/recipes"
+	"github.com/zklab/zklab/scenarios"
 )
+
+// herdCountsMax is the most client counts one 'zklab herd' compares.
+const herdCountsMax = 10
 
 func init() {
 	register(command{
@@ -26,6 +30,11 @@ notifications, getChildren calls and bytes of children lists returned.
 On the simulator the figures are exact: N(N-1)/2 notifications for a
 recipe whose waiters watch the children, N-1 for one whose waiters watch
 their predecessor.
+
+--clients takes up to 10 counts, each from 2 to 200: the herd recipe's
+cost grows as N³ (N²/2 notifications, each answered by a getChildren of
+up to N names), and 200 clients take seconds. On a terminal a progress
+line goes to stderr.
 
 `,
 		run: runHerd,
@@ -57,10 +66,14 @@ func runHerd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
+		return usagef("unexpected argument %s", scenarios.Cut(fs.Arg(0)))
 	}
 	var names []string
-	for _, n := range splitList(*recipeList) {
+	recipeItems, err := splitFlagList("recipe", *recipeList)
+	if err != nil {
+		return err
+	}
+	for _, n := range recipeItems {
 		if _, err := lookupRecipe(n); err != nil {
 			return err
 		}
@@ -70,20 +83,29 @@ func runHerd(args []string, stdout, stderr io.Writer) error {
 		return usagef("--recipe names no recipe")
 	}
 	var counts []int
-	for _, s := range splitList(*clientList) {
+	countItems, err := splitFlagList("clients", *clientList)
+	if err != nil {
+		return err
+	}
+	if len(countItems) > herdCountsMax {
+		return usagef("--clients: %d client counts, more than one run compares (%d)", len(countItems), herdCountsMax)
+	}
+	for _, s := range countItems {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 2 || n > 1000 {
-			return usagef("--clients: %q is not a client count from 2 to 1000", s)
+		if err != nil || n < 2 || n > scenarios.MaxHerdClients {
+			return usagef("--clients: %s is not a client count from 2 to %d", scenarios.Cut(s), scenarios.MaxHerdClients)
 		}
 		counts = append(counts, n)
 	}
-	if len(counts) == 0 {
-		return usagef("--clients names no client count")
-	}
 	var results []herdResult
 	where := "simulator"
+	progress := isTerminal(stderr)
 	for _, n := range counts {
 		for _, name := range names {
+			if progress {
+				// The herd recipe's cost grows as N³: say what runs.
+				fmt.Fprintf(stderr, "\r\033[K%s with %s (%d of %d)...", name, scenarios.Plural(n, "client"), len(results)+1, len(counts)*len(names))
+			}
 			start := time.Now()
 			b, err := newBackend(*zkServers, *seed)
 			if err != nil {
@@ -98,6 +120,9 @@ func runHerd(args []string, stdout, stderr io.Writer) error {
 			r.WallSeconds = time.Since(start).Seconds()
 			results = append(results, r)
 		}
+	}
+	if progress {
+		fmt.Fprint(stderr, "\r\033[K")
 	}
 	if *htmlOut != "" {
 		if err := writeHerdHTML(*htmlOut, results); err != nil {

@@ -2,8 +2,9 @@
 // for violations, and shows the herd effect and split-brain, on a
 // deterministic simulator (or a real ZooKeeper with --zk).
 //
-// Exit codes: 0 when every check passed, 1 when a check found a
-// violation, 2 for bad usage or bad input.
+// Exit codes: 0 pass, 1 a violation (or, for a scenario file with expect
+// lines, an expectation not met), 2 bad usage or bad input, 3 a run that
+// reached its step or time limit (the contract is in run.go, judge).
 package main
 
 import (
@@ -14,6 +15,9 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
+
+	"github.com/zklab/zklab/scenarios"
 )
 
 // A command is one subcommand of zklab.
@@ -41,6 +45,15 @@ type violationError struct{ msg string }
 
 func (e violationError) Error() string { return e.msg }
 
+// limitError reports that a run reached its step or time limit before
+// its workload ended: exit code 3, neither a pass nor a violation.
+type limitError struct{ msg string }
+
+func (e limitError) Error() string { return e.msg }
+
+// exitLimit is the exit code of a run that reached its limit.
+const exitLimit = 3
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -54,35 +67,61 @@ func run(args []string, stdout, stderr io.Writer) int {
 				return 0
 			}
 		}
-		printUsage(stdout)
 		if len(args) == 0 {
+			// No command is bad usage: the usage goes where errors go.
+			printUsage(stderr)
 			return 2
 		}
+		printUsage(stdout)
 		return 0
 	}
 	c := find(args[0])
 	if c == nil {
-		fmt.Fprintf(stderr, "zklab: unknown command %q (run 'zklab --help' for the list)\n", args[0])
+		fmt.Fprintf(stderr, "zklab: unknown command %s (run 'zklab --help' for the list)\n", scenarios.Cut(args[0]))
 		return 2
 	}
 	err := c.run(args[1:], stdout, stderr)
 	var u usageError
 	var v violationError
+	var l limitError
 	switch {
 	case err == nil:
 		return 0
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.As(err, &u):
-		fmt.Fprintf(stderr, "zklab %s: %s\n", c.name, u.msg)
+		printError(stderr, c.name, u.msg)
 		return 2
 	case errors.As(err, &v):
-		fmt.Fprintf(stderr, "zklab %s: %s\n", c.name, v.msg)
+		printError(stderr, c.name, v.msg)
 		return 1
+	case errors.As(err, &l):
+		printError(stderr, c.name, l.msg)
+		return exitLimit
 	default:
-		fmt.Fprintf(stderr, "zklab %s: %v\n", c.name, err)
+		printError(stderr, c.name, err.Error())
 		return 2
 	}
+}
+
+// printError prints an error one line per mistake, each naming the
+// command: a scenario file with three mistakes gives three lines, each
+// FILE:LINE: what is wrong.
+func printError(stderr io.Writer, cmd, msg string) {
+	for _, line := range strings.Split(strings.TrimRight(msg, "\n"), "\n") {
+		fmt.Fprintf(stderr, "zklab %s: %s\n", cmd, cutLine(line))
+	}
+}
+
+// errorLineMax bounds an error line: whatever value a library or the
+// flag package quotes in full, a megabyte of it is not echoed.
+const errorLineMax = 1000
+
+func cutLine(line string) string {
+	if len(line) <= errorLineMax {
+		return line
+	}
+	return fmt.Sprintf("%s... (%d bytes)", line[:errorLineMax], len(line))
 }
 
 func find(name string) *command {
@@ -106,7 +145,8 @@ Commands:
 	}
 	fmt.Fprint(w, `
 Run 'zklab COMMAND --help' for a command's flags.
-Exit codes: 0 every check passed, 1 a check found a violation, 2 bad usage or input.
+Exit codes: 0 pass; 1 a violation, or an expectation of the file not met;
+2 bad usage or input; 3 a run reached its step or time limit.
 `)
 }
 
@@ -142,4 +182,35 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// splitFlagList splits a comma-separated flag value, refusing an empty
+// item ("a,,b", ",") rather than reading it as fewer items or none.
+func splitFlagList(name, s string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			return nil, usagef("--%s: %s has an empty item (write items separated by single commas)", name, scenarios.Cut(s))
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// checkIntFlag refuses an integer flag outside lo..hi, naming the flag,
+// the value and the range.
+func checkIntFlag(name string, v, lo, hi int) error {
+	if v < lo || v > hi {
+		return usagef("--%s: %d is not from %d to %d", name, v, lo, hi)
+	}
+	return nil
+}
+
+// checkDurationFlag refuses a duration flag outside (0, hi].
+func checkDurationFlag(name string, d, hi time.Duration) error {
+	if d <= 0 || d > hi {
+		return usagef("--%s: %v is not a duration above 0 and at most %v", name, d, hi)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/zklab/zklab/recipes"
+	"github.com/zklab/zklab/scenarios"
 )
 
 func init() {
@@ -39,7 +40,7 @@ func runRecipes(args []string, stdout, stderr io.Writer) error {
 func lookupRecipe(name string) (recipes.Recipe, error) {
 	r, ok := recipes.Lookup(name)
 	if !ok {
-		return recipes.Recipe{}, usagef("unknown recipe %q (known: %v)", name, recipes.Names())
+		return recipes.Recipe{}, usagef("unknown recipe %s (known: %v)", scenarios.Cut(name), recipes.Names())
 	}
 	return r, nil
 }
