@@ -236,6 +236,7 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) *r
 		MaxTime:     365 * 24 * time.Hour,
 	})
 	r.obs.w = r.w
+	r.obs.hist = &r.hist
 	r.store = &store{fenced: sc.Store == StoreFenced}
 	r.done = make([]bool, sc.Clients+1)
 	return r
