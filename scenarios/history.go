@@ -26,6 +26,7 @@ type lockRec struct {
 	session           int64
 	nodes             []string
 	releaseCall       uint64
+	releaseCallTime   time.Duration
 	releaseCalled     bool
 	releaseReturn     uint64
 	releaseReturned   bool
@@ -45,6 +46,8 @@ type updateRec struct {
 	writeReturn uint64
 	wrote       bool
 	writeOK     bool
+	// The times of the steps above, for a report's time axis.
+	readCallTime, readReturnTime, writeCallTime, writeReturnTime time.Duration
 }
 
 // history is what the workload did, in chunks so that pointers to
