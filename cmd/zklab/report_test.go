@@ -209,3 +209,59 @@ func excerpt(s, near string) string {
 	}
 	return s[i:min(len(s), i+3000)]
 }
+
+// The herd page, opened in Chromium, draws three log-log charts with
+// ticks on both axes and the two laws; on them the herd's total climbs
+// twice as steeply as the fair lock's: N(N-1)/2 against N-1.
+func TestHerdPageInChromium(t *testing.T) {
+	page, _ := htmlOf(t, 0, "herd", "--clients", "4,10,30")
+	dom := renderDOM(t, page)
+	screenshot(t, page, "herd", 1450, 1000)
+	for _, id := range []string{"notifications", "per-release", "bytes"} {
+		i := strings.Index(dom, `<div class="chart" id="chart-`+id+`">`)
+		if i < 0 {
+			t.Fatalf("no chart of %s", id)
+		}
+		chart := dom[i:]
+		chart = chart[:strings.Index(chart, "</svg>")]
+		wantAll(t, id+": x ticks", texts(chart, "x-tick"), "2", "5", "10", "20")
+		if n := len(texts(chart, "y-tick")); n < 2 {
+			t.Errorf("%s: %d labelled y ticks", id, n)
+		}
+		wantAll(t, id+": axis titles", append(texts(chart, "axis-title x-title"), texts(chart, "axis-title y-title")...), "clients N (log scale)")
+		if n := strings.Count(chart, `class="point"`); n != 6 {
+			t.Errorf("%s: %d points, want 6 (2 recipes × 3 client counts)", id, n)
+		}
+		if id == "notifications" {
+			wantAll(t, "laws", texts(chart, "ref-label"), "N(N−1)/2", "N−1")
+			herd, fair := slope(t, chart, "herd-lock"), slope(t, chart, "fair-lock")
+			if r := herd / fair; r < 1.8 || r > 2.3 {
+				t.Errorf("on log-log axes the herd's total climbs %.2f times as steeply as the fair lock's, want about 2", r)
+			}
+		}
+	}
+	for _, row := range []string{"<td>herd-lock</td><td>30</td><td>29</td><td>435</td>", "<td>fair-lock</td><td>30</td><td>29</td><td>29</td>"} {
+		if !strings.Contains(dom, row) {
+			t.Errorf("the table has no row %s", row)
+		}
+	}
+}
+
+// slope is the slope, in the chart's pixels, from a recipe's first point
+// to its last.
+func slope(t *testing.T, chart, recipe string) float64 {
+	t.Helper()
+	i := strings.Index(chart, `data-recipe="`+recipe+`"`)
+	if i < 0 {
+		t.Fatalf("no series of %s", recipe)
+	}
+	g := chart[i:]
+	g = g[:strings.Index(g, "</g>")]
+	pts := regexp.MustCompile(`cx="([\d.]+)" cy="([\d.]+)"`).FindAllStringSubmatch(g, -1)
+	if len(pts) < 2 {
+		t.Fatalf("%s: %d points", recipe, len(pts))
+	}
+	f := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
+	a, b := pts[0], pts[len(pts)-1]
+	return (f(a[2]) - f(b[2])) / (f(b[1]) - f(a[1]))
+}
