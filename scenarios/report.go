@@ -20,6 +20,7 @@ type Report struct {
 	Clients int
 	Events  []sim.Event
 	Holds   []Hold
+	Waits   []Wait
 	Store   []StoreOp
 	Faults  []FaultSpan
 	// Expiries are the sessions the server expired (not those closed by
@@ -44,6 +45,17 @@ type Hold struct {
 	FromTime, ToTime time.Duration
 	Token            int64
 	Shared           bool
+}
+
+// Wait is an acquire from its call to its return (or the end of the run,
+// if it never returned): the time a client waited for the lock.
+type Wait struct {
+	Client           int
+	From, To         uint64
+	FromTime, ToTime time.Duration
+	// Outcome is "granted", "failed: ERROR", or "" for an acquire that
+	// never returned.
+	Outcome string
 }
 
 // StoreOp is one read or write of the store by a client in its critical
@@ -75,6 +87,9 @@ type FaultSpan struct {
 	Step     uint64
 	Time     time.Duration
 	End      time.Duration
+	// EndStep is the step at which the run saw the fault end (a pause
+	// ended, a partition healed, the server up); 0 if it did not.
+	EndStep uint64
 	// Text is what the trace said: the fault as a scenario writes it, or
 	// what it did (a request or reply dropped).
 	Text string
@@ -105,12 +120,28 @@ const reportTimeout = 5 * time.Second
 func (r *runner) report(lastStep uint64) *Report {
 	rep := &Report{Clients: r.sc.Clients, Events: r.obs.events, SessionTimeout: r.sc.SessionTimeout, Steps: lastStep, End: r.endTime, Real: r.real != nil}
 	for _, l := range r.hist.locks {
+		w := Wait{Client: l.client, From: l.acquireCall, To: lastStep, FromTime: l.acquireCallTime, ToTime: r.endTime}
+		if l.returned {
+			w.To, w.ToTime, w.Outcome = l.acquireReturn, l.acquireReturnTime, "granted"
+			if !l.granted {
+				w.Outcome = fmt.Sprintf("failed: %v", l.acquireErr)
+			}
+		}
+		rep.Waits = append(rep.Waits, w)
 		if !l.granted {
 			continue
 		}
 		end, endTime := lastStep, r.endTime
 		if l.releaseCalled {
 			end, endTime = l.releaseCall, l.releaseCallTime
+		} else if step, ok := r.obs.crashStep[l.client]; ok && step >= l.acquireReturn {
+			// A crashed process believes nothing any more.
+			end, endTime = step, l.acquireReturnTime
+			for _, in := range r.obs.injected {
+				if in.client == l.client && in.step == step {
+					endTime = in.time
+				}
+			}
 		}
 		rep.Holds = append(rep.Holds, Hold{Client: l.client, From: l.acquireReturn, To: end, FromTime: l.acquireReturnTime, ToTime: endTime, Token: l.token, Shared: l.shared})
 	}
@@ -177,6 +208,14 @@ func (r *runner) faultsAndExpiries() ([]FaultSpan, []Expiry) {
 			if f.Kind == "" {
 				// What a fault did, or how it ended: part of the fault
 				// injected before, drawn with it.
+				if ended, ok := faultEnds[e.Detail]; ok {
+					for k := len(faults) - 1; k >= 0; k-- {
+						if g := &faults[k]; g.Kind == ended && g.Client == e.Client && g.EndStep == 0 {
+							g.EndStep = e.Step
+							break
+						}
+					}
+				}
 				if strings.Contains(e.Detail, "dropped") {
 					f.Kind = "dropped"
 					faults = append(faults, f)
@@ -195,6 +234,13 @@ func (r *runner) faultsAndExpiries() ([]FaultSpan, []Expiry) {
 		}
 	}
 	return faults, expiries
+}
+
+// faultEnds are the trace's words for the end of a fault that lasts.
+var faultEnds = map[string]sim.FaultKind{
+	"pause ended":      sim.FaultPause,
+	"partition healed": sim.FaultPartition,
+	"server up again":  sim.FaultRestart,
 }
 
 // annotations mark the faults and the server's expiries on porcupine's

@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -160,7 +161,10 @@ func newAxis(rep *scenarios.Report) *axis {
 		step uint64
 		t    time.Duration
 	}
-	pts := []point{{0, 0}, {rep.Steps, rep.End}}
+	// The axis ends with the last event drawn, not with the run: a run
+	// looks at whether its workload is over once a second of virtual
+	// time, and what lies between is empty.
+	pts := []point{{0, 0}}
 	for _, e := range rep.Events {
 		pts = append(pts, point{e.Step, e.Time})
 	}
@@ -196,6 +200,17 @@ func newAxis(rep *scenarios.Report) *axis {
 		}
 		a.steps, a.times = append(a.steps, p.step), append(a.times, t)
 	}
+	// A fault that outlasts the run's last step (a restart after the
+	// workload ended) still shows its length, past one more step.
+	last := a.steps[len(a.steps)-1]
+	for _, f := range rep.Faults {
+		if f.Kind != sim.FaultCrash && f.EndStep == 0 && f.End > a.times[len(a.times)-1] {
+			if a.steps[len(a.steps)-1] == last {
+				a.steps, a.times = append(a.steps, last+1), append(a.times, f.End)
+			}
+			a.times[len(a.times)-1] = max(a.times[len(a.times)-1], f.End)
+		}
+	}
 	a.lastStep = max(1, a.steps[len(a.steps)-1])
 	a.end = a.times[len(a.times)-1]
 	if a.end <= 0 {
@@ -205,6 +220,7 @@ func newAxis(rep *scenarios.Report) *axis {
 }
 
 func (a *axis) x(step float64, t time.Duration) float64 {
+	t = min(t, a.end) // a crash lasts to the end of the run, past the axis
 	f := (1 - a.share) * step / float64(a.lastStep)
 	if a.share > 0 {
 		f += a.share * float64(t) / float64(a.end)
@@ -298,6 +314,9 @@ type markerView struct {
 // label that would cover another is left to its tooltip.
 type labels struct{ spans [][2]float64 }
 
+// reserve keeps a span that labels must not cover: a mark's.
+func (l *labels) reserve(x, w float64) { l.spans = append(l.spans, [2]float64{x, x + w}) }
+
 func (l *labels) place(x, w float64) bool {
 	for _, s := range l.spans {
 		if x < s[1]+4 && x+w > s[0]-4 {
@@ -349,9 +368,9 @@ func seconds(d time.Duration) string {
 	case d%time.Second == 0:
 		return fmt.Sprintf("%ds", d/time.Second)
 	case d < time.Second:
-		return fmt.Sprintf("%gms", float64(d)/float64(time.Millisecond))
+		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', -1, 64) + "ms"
 	}
-	return fmt.Sprintf("%.3fs", d.Seconds())
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
 }
 
 // faultLabel says what a fault does, in a few words.
@@ -492,48 +511,62 @@ func timeline(rep *scenarios.Report, story []storyStep) timelineView {
 		}
 	}
 	topRow := []row{{top, rowLabel}}
+	faultRows := []row{{top, rowLabel}, {mid, rowTimeout + 10}}
 	storeRows := []row{{low, rowStore + 11}, {mid, rowStore - 4}}
 
-	// Faults: bands as long as they last, behind the rest.
+	// Faults: bands as long as they last, behind the rest; a fault of a
+	// moment, a mark no label may cover.
+	for _, f := range rep.Faults {
+		if l := lane(f.Client); l != nil && f.End <= f.Time {
+			top[laneIndex(l)].reserve(a.xStep(f.Step)-6, 12)
+		}
+	}
 	for _, f := range rep.Faults {
 		l := lane(f.Client)
 		if l == nil {
 			continue
 		}
-		x0 := a.xTime(f.Time)
+		x0 := a.xStep(f.Step)
 		text := faultLabel(f)
 		title := fmt.Sprintf("step %d, %s: %s", f.Step, seconds(f.Time), f.Text)
 		if f.End > f.Time {
 			x1 := a.xTime(f.End)
+			if f.EndStep > 0 {
+				x1 = a.xStep(f.EndStep)
+				title += fmt.Sprintf("; over at step %d, %s", f.EndStep, seconds(a.timeOf(f.EndStep)))
+			}
 			add(l, markView{Class: "fault-band", Shape: "rect", X: x0, Y: l.Y + 2, W: max(2, x1-x0), H: l.H - 4, Title: title})
-			label(l, topRow, "fault-label", x0+4, x0, text, title)
+			label(l, faultRows, "fault-label", x0+4, x0, text, title)
 			continue
 		}
 		add(l, markView{Class: "fault-point", Shape: "path", D: fmt.Sprintf("M%.1f %.1f l-6 -9 h12 z", x0, l.Y+rowHoldTop), Title: title})
-		label(l, topRow, "fault-label", x0+8, x0-6, text, title)
+		label(l, faultRows, "fault-label", x0+8, x0-6, text, title)
 	}
-	// The server's expiries, and the session timeout that ran out before
-	// each: from when the server last heard from the session.
-	for _, e := range rep.Expiries {
-		l := lane(e.Client)
-		if l == nil || e.Client == 0 {
+	// The waits for the lock, under the holds.
+	for _, w := range rep.Waits {
+		l := lane(w.Client)
+		if l == nil {
 			continue
 		}
-		if rep.SessionTimeout > 0 {
-			x0, x1 := a.xStep(e.LastHeardStep), a.xTime(e.LastHeard+rep.SessionTimeout)
-			yb := l.Y + rowTimeout + 4
-			t := fmt.Sprintf("session timeout %s, from when the server last heard from %s (%s)", seconds(rep.SessionTimeout), clientName(e.Client), seconds(e.LastHeard))
-			add(l, markView{Class: "timeout", Shape: "path", D: fmt.Sprintf("M%.1f %.1f v-8 M%.1f %.1f H%.1f M%.1f %.1f v-8", x0, yb, x0, yb-4, x1, x1, yb), Title: t})
-			text := "session timeout " + seconds(rep.SessionTimeout)
-			i := laneIndex(l)
-			if cx := (x0+x1)/2 - textWidth(text)/2; x1-x0 > textWidth(text)+8 && mid[i].place(cx, textWidth(text)) {
-				add(l, markView{Class: "timeout-label", Shape: "text", X: (x0 + x1) / 2, Y: yb + 10, Text: text, Anchor: "middle", Title: t})
-			}
+		x0, x1 := a.xStep(w.From), a.xStep(w.To)
+		if x1-x0 < 3 {
+			continue // granted at once
 		}
-		x := a.xStep(e.Step)
-		t := fmt.Sprintf("step %d, %s: the server expired %s's session %#x and deleted its ephemeral nodes", e.Step, seconds(e.Time), clientName(e.Client), e.Session)
-		add(l, markView{Class: "expired", Shape: "text", X: x, Y: l.Y + rowHoldMid + 7, Text: "✕", Anchor: "middle", Title: t})
-		label(l, topRow, "expired-label", x+6, x-6, "the server expires the session", t)
+		outcome := w.Outcome
+		if outcome == "" {
+			outcome = "still waiting when the run ended"
+		}
+		t := fmt.Sprintf("%s waits for the lock, steps %d-%d, %s-%s: %s", clientName(w.Client), w.From, w.To, seconds(w.FromTime), seconds(w.ToTime), outcome)
+		add(l, markView{Class: "wait", Shape: "rect", X: x0, Y: l.Y + rowHoldTop + 3, W: x1 - x0, H: rowHoldBot - rowHoldTop - 6, Title: t})
+		text := "waits for the lock"
+		if w.Outcome == "" {
+			text = "waits for the lock, to the end"
+		} else if w.Outcome != "granted" {
+			text = "waits for the lock: acquire failed"
+		}
+		if x1-x0 > textWidth(text)+10 {
+			add(l, markView{Class: "wait-label", Shape: "text", X: x0 + 5, Y: l.Y + rowHoldMid + 4, Text: text, Title: t})
+		}
 	}
 	// What each client believed: the lock held.
 	for _, h := range rep.Holds {
@@ -551,6 +584,30 @@ func timeline(rep *scenarios.Report, story []storyStep) timelineView {
 		if text := fmt.Sprintf("%s, token %#x", what, h.Token); x1-x0 > textWidth(text)+10 {
 			add(l, markView{Class: "hold-label", Shape: "text", X: x0 + 5, Y: l.Y + rowHoldMid + 4, Text: text, Title: t})
 		}
+	}
+	// The server's expiries, and the session timeout that ran out before
+	// each: from when the server last heard from the session.
+	for _, e := range rep.Expiries {
+		l := lane(e.Client)
+		if l == nil || e.Client == 0 {
+			continue
+		}
+		// An expiry a fault forced comes before the timeout runs out.
+		if rep.SessionTimeout > 0 && e.Time-e.LastHeard >= rep.SessionTimeout {
+			x0, x1 := a.xStep(e.LastHeardStep), a.xTime(e.LastHeard+rep.SessionTimeout)
+			yb := l.Y + rowTimeout + 4
+			t := fmt.Sprintf("session timeout %s, from when the server last heard from %s (%s)", seconds(rep.SessionTimeout), clientName(e.Client), seconds(e.LastHeard))
+			add(l, markView{Class: "timeout", Shape: "path", D: fmt.Sprintf("M%.1f %.1f v-8 M%.1f %.1f H%.1f M%.1f %.1f v-8", x0, yb, x0, yb-4, x1, x1, yb), Title: t})
+			text := "session timeout " + seconds(rep.SessionTimeout)
+			i := laneIndex(l)
+			if cx := (x0+x1)/2 - textWidth(text)/2; x1-x0 > textWidth(text)+8 && mid[i].place(cx, textWidth(text)) {
+				add(l, markView{Class: "timeout-label", Shape: "text", X: (x0 + x1) / 2, Y: yb + 10, Text: text, Anchor: "middle", Title: t})
+			}
+		}
+		x := a.xStep(e.Step)
+		t := fmt.Sprintf("step %d, %s: the server expired %s's session %#x and deleted its ephemeral nodes", e.Step, seconds(e.Time), clientName(e.Client), e.Session)
+		add(l, markView{Class: "expired", Shape: "text", X: x, Y: l.Y + rowHoldMid + 7, Text: "✕", Anchor: "middle", Title: t})
+		label(l, topRow, "expired-label", x+6, x-6, "the server expires the session", t)
 	}
 	// The clients' traffic with ZooKeeper.
 	for _, e := range rep.Events {
@@ -588,7 +645,7 @@ func timeline(rep *scenarios.Report, story []storyStep) timelineView {
 	for _, op := range rep.Store { // no label covers a store mark
 		if l := lane(op.Client); l != nil {
 			x0, x1 := a.xStep(op.Call), a.xStep(op.Return)
-			low[laneIndex(l)].place(x0, max(6, x1-x0))
+			low[laneIndex(l)].reserve(x0, max(6, x1-x0))
 		}
 	}
 	for _, op := range append(important, plain...) {
@@ -743,6 +800,8 @@ var reportTemplate = template.Must(template.New("report").Parse(`<style>
 #zklab-timeline .axis-title{fill:#555;font-style:italic}
 #zklab-timeline .hold{fill:rgba(46,160,67,.30);stroke:#2ea043}
 #zklab-timeline .hold-label{fill:#116329}
+#zklab-timeline .wait{fill:#f6f8fa;stroke:#8c959f;stroke-dasharray:4 3}
+#zklab-timeline .wait-label{fill:#57606a}
 #zklab-timeline .request{stroke:#0969da;stroke-width:1;opacity:.55}
 #zklab-timeline .reply{stroke:#8250df;stroke-width:1;opacity:.55}
 #zklab-timeline .watch{fill:#fb8500;stroke:#fff}
@@ -777,6 +836,7 @@ var reportTemplate = template.Must(template.New("report").Parse(`<style>
 <div>
 <div class="legend">
 <span><svg width="26" height="14"><rect x="1" y="1" width="24" height="12" fill="rgba(46,160,67,.30)" stroke="#2ea043"/></svg>believes it holds the lock</span>
+<span><svg width="26" height="14"><rect x="1" y="3" width="24" height="8" fill="#f6f8fa" stroke="#8c959f" stroke-dasharray="4 3"/></svg>waits for the lock</span>
 <span><svg width="14" height="14"><rect x="1" y="1" width="12" height="12" fill="#54aeff" stroke="#0969da"/></svg>store read</span>
 <span><svg width="14" height="14"><rect x="1" y="1" width="12" height="12" fill="#1f6feb" stroke="#0a3069"/></svg>store write</span>
 <span><svg width="14" height="14"><rect x="1" y="1" width="12" height="12" fill="#cf222e" stroke="#82071e"/></svg>lost update</span>
