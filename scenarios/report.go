@@ -157,7 +157,10 @@ func (r *runner) report(lastStep uint64) *Report {
 		op := StoreOp{Client: u.client, Write: true, Token: u.token, Call: u.writeCall, Return: u.writeReturn,
 			CallTime: u.writeCallTime, ReturnTime: u.writeReturnTime, Value: u.read + 1, Refused: !u.writeOK}
 		for _, lu := range r.store.lost {
-			if lu.client == u.client && lu.step == u.writeReturn && lu.token == u.token {
+			// A lease's token is its own: one write of it at most. (On a
+			// real server the write's step and the lost update's differ:
+			// every reading of the clock advances it.)
+			if lu.client == u.client && lu.token == u.token && lu.read == u.read {
 				op.Overwrote, op.Over = lu.previous, lu.current
 			}
 		}

@@ -53,6 +53,7 @@ type report struct {
 	Scenario string
 	Seed     uint64
 	Replay   string
+	Real     bool // a run on a real server: events, not steps; wall-clock time
 	Run      *scenarios.Report
 	Views    []porcupineView
 }
@@ -268,7 +269,9 @@ type timelineView struct {
 	LanesH        float64
 	PlotRight     float64
 	StepAxisY     float64
-	TimeShare     int // percent
+	TimeShare     int    // percent
+	StepName      string // step, or event on a real server
+	TimeName      string // virtual, or wall-clock
 }
 
 type laneView struct {
@@ -455,7 +458,11 @@ func niceStep(v float64) float64 {
 
 func timeline(rep *scenarios.Report, story []storyStep) timelineView {
 	a := newAxis(rep)
-	v := timelineView{Width: svgWidth, LanesTop: axisTop + 6, TimeShare: int(math.Round(a.share * 100)), PlotRight: plotLeft + plotWidth}
+	v := timelineView{Width: svgWidth, LanesTop: axisTop + 6, TimeShare: int(math.Round(a.share * 100)), PlotRight: plotLeft + plotWidth,
+		StepName: "step", TimeName: "virtual"}
+	if rep.Real {
+		v.StepName, v.TimeName = "event", "wall-clock"
+	}
 	hasServer := false
 	for _, f := range rep.Faults {
 		if f.Client == 0 {
@@ -868,9 +875,9 @@ var reportTemplate = template.Must(template.New("report").Parse(`<style>
 <text class="window-label" x="{{.LabelX}}" y="14" text-anchor="{{.Anchor}}">⚠ {{.Label}}<title>{{.Title}}</title></text></g>
 {{end}}{{range .Markers}}<g class="marker" data-n="{{.N}}"><path d="M{{.X}} {{.Y}} l-9 -6 v12 z"/><circle cx="{{.CX}}" cy="{{.Y}}" r="9.5"/><text x="{{.CX}}" y="{{.Y}}" dy="4" text-anchor="middle">{{.N}}<title>{{.Title}}</title></text></g>
 {{end}}<g class="step-axis" id="zklab-step-axis"><line class="axis-line" x1="70" y1="{{$.Timeline.StepAxisY}}" x2="{{$.Timeline.PlotRight}}" y2="{{$.Timeline.StepAxisY}}"/>
-<text class="axis-title" x="12" y="{{$.Timeline.StepAxisY}}" dy="18">step</text>
+<text class="axis-title" x="12" y="{{$.Timeline.StepAxisY}}" dy="18">{{.StepName}}</text>
 {{range .StepTicks}}<line class="tick{{if not .Major}} minor{{end}}" x1="{{.X}}" y1="{{.Y1}}" x2="{{.X}}" y2="{{.Y2}}"/>{{if .Label}}<text class="tick-label step-tick" x="{{.X}}" y="{{$.Timeline.StepAxisY}}" dy="18" text-anchor="middle">{{.Label}}</text>{{end}}
-{{end}}<text class="axis-title" x="{{$.Timeline.PlotRight}}" y="{{$.Timeline.StepAxisY}}" dy="38" text-anchor="end">{{.TimeShare}}% of the width is virtual time, so a pause is as long as it lasts; the rest is shared equally by the steps, so that steps taken at one instant stay apart</text>
+{{end}}<text class="axis-title" x="{{$.Timeline.PlotRight}}" y="{{$.Timeline.StepAxisY}}" dy="38" text-anchor="end">{{.TimeShare}}% of the width is {{.TimeName}} time, so a pause is as long as it lasts; the rest is shared equally by the {{.StepName}}s, so that {{.StepName}}s at one instant stay apart</text>
 </g>
 </svg>{{end}}
 </div>
@@ -882,7 +889,7 @@ var reportTemplate = template.Must(template.New("report").Parse(`<style>
 {{end}}<h2>Verdict</h2>
 <pre id="zklab-verdict">{{.Verdict}}</pre>
 <h2>Scenario</h2>
-<p>Replay this run, byte for byte:</p>
+{{if .Real}}<p>A real server decides the order, so no two runs on it are alike; the same scenario on the simulator replays byte for byte:</p>{{else}}<p>Replay this run, byte for byte:</p>{{end}}
 <pre id="zklab-replay">{{.Replay}}</pre>
 <pre id="zklab-scenario">{{.Scenario}}</pre>
 </div>
@@ -915,6 +922,7 @@ func writeStoryReport(path, file string, res *scenarios.Result, r report) error 
 		r.Summary = fmt.Sprintf("%s; %d steps, %s of virtual time", what, res.Steps, seconds(res.Time))
 	}
 	r.Seed = sc.Seed
+	r.Real = res.Verdict.Real
 	r.Scenario = scenarios.Format(sc)
 	name := file
 	if base, ok := strings.CutPrefix(file, "scenarios/testdata/"); ok {
@@ -935,7 +943,7 @@ func writeStoryReport(path, file string, res *scenarios.Result, r report) error 
 		r.Replay += "\n" + replay
 	}
 	if res.Verdict.Real {
-		r.Replay = "# a run on a real server is not replayed byte for byte: the server decides the order.\n# the same scenario on the simulator:\n" + replay
+		r.Replay = replay
 	}
 	r.Run = res.Report
 	for _, v := range res.Report.Views {
