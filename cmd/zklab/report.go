@@ -692,7 +692,7 @@ func timeline(rep *scenarios.Report, story []storyStep) timelineView {
 	for _, sw := range splitWindows(rep.Holds) {
 		x0, x1 := a.xStep(sw[0]), a.xStep(sw[1])
 		c1, c2 := int(sw[2]>>32), int(sw[2]&0xffffffff)
-		text := fmt.Sprintf("split brain: %s and %s both hold the lock", clientName(c1), clientName(c2))
+		text := fmt.Sprintf("split brain: %s and %s both believe they hold the lock", clientName(c1), clientName(c2))
 		wv := windowView{X: x0, W: max(3, x1-x0), Label: text, LabelX: x0, Anchor: "start",
 			Title: fmt.Sprintf("steps %d-%d (%s-%s): %s and %s both believe they hold the lock", sw[0], sw[1], seconds(a.timeOf(sw[0])), seconds(a.timeOf(sw[1])), clientName(c1), clientName(c2))}
 		if x0+textWidth(text) > svgWidth-4 {
@@ -782,6 +782,7 @@ var reportTemplate = template.Must(template.New("report").Parse(`<style>
 .zklab-section h2{font-size:1.2em;border-bottom:1px solid #ddd;padding-bottom:.2em}
 .zklab-section p{max-width:60em;color:#444}
 #legend{position:static !important}
+body > #legend, body > #canvas{margin-left:1.5em}
 #zklab-report pre{white-space:pre-wrap;background:#f6f8fa;border:1px solid #e1e4e8;border-radius:6px;padding:10px;overflow-x:auto;font-size:13px;line-height:1.4}
 #zklab-report .summary{color:#444;font-size:1.05em}
 #zklab-report .badge{display:inline-block;padding:3px 10px;border-radius:12px;font-weight:bold;color:#fff;margin-right:.6em}

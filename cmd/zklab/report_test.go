@@ -81,7 +81,7 @@ func TestRunReportInChromium(t *testing.T) {
 	wantAll(t, "fault labels", texts(dom, "fault-label"), "paused 30s")
 	wantAll(t, "expiry labels", texts(dom, "expired-label"), "the server expires the session")
 	wantAll(t, "session timeout", texts(dom, "timeout-label"), "session timeout 10s")
-	wantAll(t, "split-brain window", texts(dom, "window-label"), "⚠ split brain: c1 and c2 both hold the lock")
+	wantAll(t, "split-brain window", texts(dom, "window-label"), "⚠ split brain: c1 and c2 both believe they hold the lock")
 	wantAll(t, "lost update", texts(dom, "store-lost-label"), "write 1 over 1: c2's update lost")
 	wantAll(t, "store reads", texts(dom, "store-read-label"), "read 0")
 	if n := len(rectWidths(t, dom, "store-read")); n != 2 {
