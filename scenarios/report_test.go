@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zklab/zklab/recipes/zkconn/zktest"
 	"github.com/zklab/zklab/scenarios"
 	"github.com/zklab/zklab/sim"
 )
@@ -118,5 +119,23 @@ func TestReportHoldEndsAtCrash(t *testing.T) {
 		if h.Client == crash.Client && (h.To != crash.Step || h.ToTime != crash.Time) {
 			t.Errorf("c%d's hold %+v does not end at its crash, step %d", h.Client, h, crash.Step)
 		}
+	}
+}
+
+// On a real server too, without a trace asked for, the timeline shows
+// the faults injected.
+func TestZKTimelineShowsFaults(t *testing.T) {
+	t.Parallel()
+	srv := zktest.Shared(t)
+	sc, err := scenarios.Parse("test.scenario", "recipe fair-lock\nclients 2\nhold 300ms\nsession-timeout 4s\nfault at=100ms crash c1\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := scenarios.Run(sc, scenarios.RunOptions{ZK: []string{srv.Addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.History(), " c1 fault: crash c1\n") {
+		t.Errorf("the timeline does not show c1's crash:\n%s", res.History())
 	}
 }

@@ -496,11 +496,12 @@ func (z *zkRun) event(e sim.Event) {
 // caller holds r.mu.
 func (z *zkRun) eventLocked(e sim.Event) {
 	r := z.r
-	if !r.opts.Trace && !r.opts.Report {
+	if e.Kind != "fault" && !r.opts.Trace && !r.opts.Report {
 		return
 	}
 	e.Step = r.step()
 	if e.Kind == "fault" {
+		// The history's timeline shows the faults, trace or not.
 		r.obs.mark(e.Step, e.Client, faultText(e))
 	}
 	if r.opts.Trace {
