@@ -72,11 +72,12 @@ func writeReport(w io.Writer, r report) error {
 	if err := reportTemplate.Execute(&top, r.view()); err != nil {
 		return err
 	}
+	title := "<title>" + html.EscapeString(r.Title) + "</title>"
 	if len(r.Views) == 0 {
 		_, err := fmt.Fprintf(w, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title></head><body>\n%s</body></html>\n", html.EscapeString(r.Title), top.String())
 		return err
 	}
-	page := relabelClients(r.Views[0].HTML)
+	page := strings.Replace(relabelClients(r.Views[0].HTML), "<title>Porcupine</title>", title, 1)
 	i := strings.Index(page, "<body>")
 	if i < 0 {
 		return fmt.Errorf("report: porcupine's page has no <body>")
@@ -368,6 +369,21 @@ func seconds(d time.Duration) string {
 	switch {
 	case d == 0:
 		return "0s"
+	case d >= time.Minute:
+		// 30m, 1h30m, 2h0m5s: the units that are there, to the second.
+		d = d.Round(time.Second)
+		h, m, sec := d/time.Hour, d%time.Hour/time.Minute, d%time.Minute/time.Second
+		out := ""
+		if h > 0 {
+			out = fmt.Sprintf("%dh", h)
+		}
+		if m > 0 || (h > 0 && sec > 0) {
+			out += fmt.Sprintf("%dm", m)
+		}
+		if sec > 0 {
+			out += fmt.Sprintf("%ds", sec)
+		}
+		return out
 	case d%time.Second == 0:
 		return fmt.Sprintf("%ds", d/time.Second)
 	case d < time.Second:
@@ -440,6 +456,29 @@ func splitWindows(holds []scenarios.Hold) [][3]uint64 {
 		return 0
 	})
 	return out
+}
+
+// niceDurations are the intervals between time ticks: round in their unit.
+var niceDurations = []time.Duration{
+	time.Microsecond, 2 * time.Microsecond, 5 * time.Microsecond, 10 * time.Microsecond, 20 * time.Microsecond, 50 * time.Microsecond,
+	100 * time.Microsecond, 200 * time.Microsecond, 500 * time.Microsecond,
+	time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond,
+	100 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond,
+	time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second,
+	time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute,
+	time.Hour, 2 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour,
+}
+
+// niceDuration is the least nice interval at or above d; past a day, a
+// whole number of days.
+func niceDuration(d time.Duration) time.Duration {
+	for _, n := range niceDurations {
+		if n >= d {
+			return n
+		}
+	}
+	day := 24 * time.Hour
+	return (d + day - 1) / day * day
 }
 
 // niceStep is the least of 1, 2, 5 × 10^k at or above v.
@@ -738,7 +777,7 @@ func timeTicks(a *axis) []tickView {
 	if a.share == 0 {
 		return []tickView{{X: plotLeft, Label: "0s", Major: true}}
 	}
-	every := time.Duration(niceStep(float64(a.end) / 10))
+	every := niceDuration(a.end / 10)
 	var out []tickView
 	lastX := math.Inf(-1)
 	for t := time.Duration(0); t <= a.end; t += every {

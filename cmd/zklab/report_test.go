@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // htmlOf runs zklab with --html into a temporary file and returns the
@@ -264,4 +265,17 @@ func slope(t *testing.T, chart, recipe string) float64 {
 	f := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
 	a, b := pts[0], pts[len(pts)-1]
 	return (f(a[2]) - f(b[2])) / (f(b[1]) - f(a[1]))
+}
+
+// Times on the axis and in the labels read as a person writes them.
+func TestSecondsReadsRound(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0: "0s", 50 * time.Millisecond: "50ms", 1500 * time.Microsecond: "1.5ms", 12102 * time.Millisecond: "12.102s",
+		30 * time.Second: "30s", 30 * time.Minute: "30m", 90 * time.Minute: "1h30m", 2 * time.Hour: "2h",
+		2*time.Hour + 5*time.Second: "2h0m5s", 3*time.Hour + 10*time.Minute + 5*time.Second: "3h10m5s",
+	} {
+		if got := seconds(d); got != want {
+			t.Errorf("seconds(%v) = %q, want %q", d, got, want)
+		}
+	}
 }
