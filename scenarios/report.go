@@ -2,7 +2,9 @@ package scenarios
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -277,5 +279,77 @@ func visualize(title string, m porcupine.Model, ops []porcupine.Operation, notes
 	if err := porcupine.Visualize(m, info, &b); err != nil {
 		return View{}, false
 	}
-	return View{Title: title, HTML: b.String()}, true
+	page, err := canonicalView(b.String())
+	if err != nil {
+		panic(fmt.Sprintf("scenarios: porcupine's view: %v", err)) // porcupine's own output
+	}
+	return View{Title: title, HTML: page}, true
+}
+
+// Porcupine's view data, as far as canonicalView needs it.
+type (
+	viewStep struct {
+		Index            int
+		StateDescription string
+	}
+	viewPartition struct {
+		History               json.RawMessage
+		PartialLinearizations [][]viewStep
+		Largest               map[int]int
+	}
+	viewData struct {
+		Partitions  []viewPartition
+		Annotations json.RawMessage
+	}
+)
+
+// canonicalView puts porcupine's partial linearizations in one order:
+// porcupine collects them from a map, so two drawings of one history
+// list them, and pick the largest of equal length, in different orders,
+// and a report would not be the same byte for byte. Longest first, then
+// by their operations; each operation's largest is the first longest
+// that has it, as porcupine picks it.
+func canonicalView(page string) (string, error) {
+	const start = "const data = "
+	i := strings.Index(page, start)
+	if i < 0 {
+		return "", fmt.Errorf("no %q", start)
+	}
+	i += len(start)
+	j := strings.IndexByte(page[i:], '\n')
+	if j < 0 {
+		return "", fmt.Errorf("the data does not end")
+	}
+	var d viewData
+	if err := json.Unmarshal([]byte(page[i:i+j]), &d); err != nil {
+		return "", err
+	}
+	for k := range d.Partitions {
+		p := &d.Partitions[k]
+		slices.SortStableFunc(p.PartialLinearizations, func(a, b []viewStep) int {
+			if len(a) != len(b) {
+				return len(b) - len(a)
+			}
+			for n := range a {
+				if a[n].Index != b[n].Index {
+					return a[n].Index - b[n].Index
+				}
+			}
+			return 0
+		})
+		size := map[int]int{}
+		p.Largest = map[int]int{}
+		for n, lin := range p.PartialLinearizations {
+			for _, st := range lin {
+				if size[st.Index] < len(lin) {
+					size[st.Index], p.Largest[st.Index] = len(lin), n
+				}
+			}
+		}
+	}
+	out, err := json.Marshal(d)
+	if err != nil {
+		return "", err
+	}
+	return page[:i] + string(out) + page[i+j:], nil
 }
