@@ -26,6 +26,7 @@ type lockRec struct {
 	session           int64
 	nodes             []string
 	releaseCall       uint64
+	releaseCallTime   time.Duration
 	releaseCalled     bool
 	releaseReturn     uint64
 	releaseReturned   bool
@@ -45,6 +46,8 @@ type updateRec struct {
 	writeReturn uint64
 	wrote       bool
 	writeOK     bool
+	// The times of the steps above, for a report's time axis.
+	readCallTime, readReturnTime, writeCallTime, writeReturnTime time.Duration
 }
 
 // history is what the workload did, in chunks so that pointers to
@@ -52,6 +55,17 @@ type updateRec struct {
 type history struct {
 	locks   []*lockRec
 	updates []*updateRec
+	// marks are what happened to the clients rather than what they did:
+	// the faults injected and ended, and the sessions the server expired.
+	marks []markRec
+}
+
+// markRec is one line of the timeline the run's trace gives: a fault, or
+// a session's expiry. Client 0 is the server (a restart).
+type markRec struct {
+	step   uint64
+	client int
+	text   string
 }
 
 func (h *history) add(l lockRec) *lockRec {
@@ -75,7 +89,11 @@ func (h *history) text() string {
 	}
 	var lines []line
 	add := func(step uint64, client int, format string, args ...any) {
-		lines = append(lines, line{step, len(lines), fmt.Sprintf("%7d c%d ", step, client) + fmt.Sprintf(format, args...)})
+		who := fmt.Sprintf("c%d", client)
+		if client == 0 {
+			who = "--"
+		}
+		lines = append(lines, line{step, len(lines), fmt.Sprintf("%7d %s ", step, who) + fmt.Sprintf(format, args...)})
 	}
 	for _, l := range h.locks {
 		side := ""
@@ -119,6 +137,9 @@ func (h *history) text() string {
 			}
 		}
 	}
+	for _, m := range h.marks {
+		add(m.step, m.client, "%s", m.text)
+	}
 	slices.SortStableFunc(lines, func(a, b line) int {
 		if a.step != b.step {
 			if a.step < b.step {
@@ -140,6 +161,7 @@ func (h *history) text() string {
 // closes, watch notifications, faults), and the text trace if asked.
 type observer struct {
 	w      *sim.World
+	hist   *history // the faults and expiries go to its marks
 	keep   bool
 	report bool        // keep the events themselves, for a report
 	events []sim.Event // when report is set
@@ -227,6 +249,7 @@ func (o *observer) Event(e sim.Event) {
 		if e.Session != 0 && strings.HasPrefix(e.Detail, "closeSession applied") {
 			if _, ok := o.expiries[e.Session]; !ok {
 				o.expiries[e.Session] = e.Step
+				o.mark(e.Step, o.sessionClient[e.Session], fmt.Sprintf("session %#x expired: the server closed it", e.Session))
 			}
 		} else if e.Client != 0 && strings.HasSuffix(e.Detail, "closed by the client") {
 			o.fins = append(o.fins, fin{client: e.Client, step: e.Step})
@@ -236,6 +259,7 @@ func (o *observer) Event(e sim.Event) {
 			o.notifications++
 		}
 	case "fault":
+		o.mark(e.Step, e.Client, faultText(e))
 		if strings.HasPrefix(e.Detail, "partition healed") || strings.HasPrefix(e.Detail, "pause ended") || strings.HasPrefix(e.Detail, "server up") {
 			o.lastFaultEnd = max(o.lastFaultEnd, e.Time)
 			return
@@ -264,6 +288,22 @@ func (o *observer) Event(e sim.Event) {
 			}
 		}
 	}
+}
+
+// mark adds a line to the history's timeline.
+func (o *observer) mark(step uint64, client int, text string) {
+	if o.hist != nil {
+		o.hist.marks = append(o.hist.marks, markRec{step: step, client: client, text: text})
+	}
+}
+
+// faultText is a fault's event as the timeline says it: the fault as the
+// scenario writes it, or what it did (a request or reply dropped).
+func faultText(e sim.Event) string {
+	if e.Op != "" {
+		return fmt.Sprintf("fault: %s %s", e.Op, e.Detail)
+	}
+	return "fault: " + e.Detail
 }
 
 // sessionEnd is the step at which the server ended session s: its

@@ -241,6 +241,7 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) *r
 		MaxTime:     MaxVirtualTime,
 	})
 	r.obs.w = r.w
+	r.obs.hist = &r.hist
 	r.store = &store{fenced: sc.Store == StoreFenced}
 	r.done = make([]bool, sc.Clients+1)
 	return r
@@ -421,7 +422,7 @@ func (r *runner) workload(i int, conn *observedConn, lock Lock) func(ctx context
 			}
 			r.critical(ctx, i, conn, l)
 			r.mu.Lock()
-			l.releaseCall, l.releaseCalled = r.step(), true
+			l.releaseCall, l.releaseCallTime, l.releaseCalled = r.step(), r.now(), true
 			r.mu.Unlock()
 			err = lease.Release(ctx)
 			r.mu.Lock()
@@ -441,14 +442,14 @@ func (r *runner) workload(i int, conn *observedConn, lock Lock) func(ctx context
 // steps. A read or write the fenced store refuses ends the section.
 func (r *runner) critical(ctx context.Context, i int, conn *observedConn, l *lockRec) {
 	r.mu.Lock()
-	u := r.hist.addUpdate(updateRec{client: i, token: l.token, readCall: r.step()})
+	u := r.hist.addUpdate(updateRec{client: i, token: l.token, readCall: r.step(), readCallTime: r.now()})
 	r.mu.Unlock()
 	if conn.Sleep(ctx, storeLatencyMs*time.Millisecond) != nil {
 		return
 	}
 	r.mu.Lock()
 	u.read, u.readOK = r.store.read(l.token)
-	u.readReturn, u.readDone = r.step(), true
+	u.readReturn, u.readReturnTime, u.readDone = r.step(), r.now(), true
 	ok := u.readOK
 	r.mu.Unlock()
 	if !ok {
@@ -458,14 +459,14 @@ func (r *runner) critical(ctx context.Context, i int, conn *observedConn, l *loc
 		return
 	}
 	r.mu.Lock()
-	u.writeCall = r.step()
+	u.writeCall, u.writeCallTime = r.step(), r.now()
 	r.mu.Unlock()
 	if conn.Sleep(ctx, storeLatencyMs*time.Millisecond) != nil {
 		return
 	}
 	r.mu.Lock()
 	u.writeOK = r.store.write(i, l.token, u.read, r.step(), &r.last)
-	u.writeReturn, u.wrote = r.step(), true
+	u.writeReturn, u.writeReturnTime, u.wrote = r.step(), r.now(), true
 	r.mu.Unlock()
 }
 

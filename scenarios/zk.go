@@ -129,6 +129,7 @@ func runOnZK(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) (*Re
 	anchors, notes := anchorFaults(sc, o, ctor, lockKind)
 	r := &runner{sc: sc, opts: o, ctor: ctor, lockKind: lockKind}
 	r.obs = newObserver(false, sc.Clients)
+	r.obs.hist = &r.hist
 	r.store = &store{fenced: sc.Store == StoreFenced}
 	r.done = make([]bool, sc.Clients+1)
 	z := &zkRun{
@@ -498,10 +499,14 @@ func (z *zkRun) event(e sim.Event) {
 // caller holds r.mu.
 func (z *zkRun) eventLocked(e sim.Event) {
 	r := z.r
-	if !r.opts.Trace && !r.opts.Report {
+	if e.Kind != "fault" && !r.opts.Trace && !r.opts.Report {
 		return
 	}
 	e.Step = r.step()
+	if e.Kind == "fault" {
+		// The history's timeline shows the faults, trace or not.
+		r.obs.mark(e.Step, e.Client, faultText(e))
+	}
 	if r.opts.Trace {
 		r.obs.text.WriteString(e.Text())
 		r.obs.text.WriteByte('\n')
@@ -666,5 +671,6 @@ func (h *history) snapshot() *history {
 		c := *u
 		out.updates = append(out.updates, &c)
 	}
+	out.marks = slices.Clone(h.marks)
 	return out
 }

@@ -248,11 +248,12 @@ func TestOnRealZooKeeper(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{`data-client="c1"`, `data-client="c2"`, `class="hold"`, `class="request"`, `class="fault"`, `class="expired"`, "porcupine: the lock&#39;s history"} {
+		for _, want := range []string{`data-client="c1"`, `data-client="c2"`, `class="hold"`, `class="request"`, `class="fault-band"`, `class="sees-expired"`, `class="store-lost"`, "porcupine: the lock&#39;s history"} {
 			if !strings.Contains(string(page), want) {
 				t.Errorf("the report has no %s", want)
 			}
 		}
+		screenshot(t, out, "run-zk-split-brain", 1500, 1000)
 	})
 	t.Run("run-unreachable", func(t *testing.T) {
 		t.Parallel()

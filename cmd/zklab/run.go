@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"encoding/xml"
 	"flag"
@@ -473,29 +472,6 @@ func printRunJSON(w io.Writer, file string, res *scenarios.Result, unmet []strin
 		out["notes"] = res.Notes
 	}
 	return enc.Encode(out)
-}
-
-func writeRunReport(path, file string, res *scenarios.Result) error {
-	rep := res.Report
-	r := report{Title: "zklab run " + file, Verdict: res.Verdict.String(), Clients: rep.Clients, Trace: rep.Events}
-	for _, h := range rep.Holds {
-		label := ""
-		if h.Shared {
-			label = fmt.Sprintf("holds the read lock (token %d), steps %d-%d", h.Token, h.From, h.To)
-		}
-		r.Holds = append(r.Holds, holdInterval{Client: h.Client, From: h.From, To: h.To, Token: h.Token, Label: label})
-	}
-	for _, v := range rep.Views {
-		r.Views = append(r.Views, porcupineView{Title: "porcupine: " + v.Title, HTML: v.HTML})
-	}
-	var b bytes.Buffer
-	if err := writeReport(&b, r); err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		return usagef("--html: %v", err)
-	}
-	return nil
 }
 
 func runScenarios(args []string, stdout, stderr io.Writer) error {

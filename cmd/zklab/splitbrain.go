@@ -60,7 +60,11 @@ func runSplitBrain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *htmlOut != "" {
-		if err := writeRunReport(*htmlOut, file, res); err != nil {
+		replay := "zklab splitbrain"
+		if *fencing {
+			replay += " --fencing"
+		}
+		if err := writeStoryReport(*htmlOut, file, res, splitBrainStory(res, replay)); err != nil {
 			return err
 		}
 	}
@@ -142,4 +146,98 @@ func splitBrain(out io.Writer, name string, report bool, servers []string) (*sce
 		say(out, "lock cannot stop a paused holder; only the resource can, by checking tokens.")
 	}
 	return res, entry.File, nil
+}
+
+// splitBrainStory tells the split-brain story in the words of a report,
+// each step at its place on the timeline, from what the run recorded: on
+// a real server, a step the run could not see (the server's expiry) is
+// left out.
+func splitBrainStory(res *scenarios.Result, replay string) report {
+	sc, rep := res.Scenario, res.Report
+	r := report{Title: replay, Replay: replay}
+	if sc.Store == scenarios.StoreFenced {
+		r.Intro = append(r.Intro, "Two clients of fair-lock each read a counter in the store and write it back plus one while they hold the lock. The store checks fencing tokens: it refuses a read or a write whose token (the lock node's czxid) is older than one it has seen.")
+	} else {
+		r.Intro = append(r.Intro, "Two clients of fair-lock each read a counter in the store and write it back plus one while they hold the lock. The store trusts whoever writes.")
+	}
+	var pause scenarios.FaultSpan
+	for _, f := range rep.Faults {
+		if f.Kind == sim.FaultPause && f.Client == 1 {
+			pause = f
+			break
+		}
+	}
+	r.Intro = append(r.Intro, fmt.Sprintf("The fault: c1's process stops for %s, longer than its %s session timeout. Follow the numbers on the timeline.", seconds(pause.Duration), seconds(sc.SessionTimeout)))
+	holdOf := func(c int) (scenarios.Hold, bool) {
+		for _, h := range rep.Holds {
+			if h.Client == c {
+				return h, true
+			}
+		}
+		return scenarios.Hold{}, false
+	}
+	storeOp := func(c int, write bool) (scenarios.StoreOp, bool) {
+		for _, op := range rep.Store {
+			if op.Client == c && op.Write == write {
+				return op, true
+			}
+		}
+		return scenarios.StoreOp{}, false
+	}
+	add := func(c int, step uint64, format string, args ...any) {
+		r.Story = append(r.Story, storyStep{Client: c, Step: step, Text: fmt.Sprintf(format, args...)})
+	}
+	top := func() { r.Story[len(r.Story)-1].Top = true }
+	h1, ok1 := holdOf(1)
+	if ok1 {
+		read := ""
+		if op, ok := storeOp(1, false); ok && !op.Refused {
+			read = fmt.Sprintf(" and reads the store: %d", op.Value)
+		}
+		add(1, h1.From, "c1 acquires the lock (fencing token %#x) at %s%s.", h1.Token, seconds(h1.FromTime), read)
+	}
+	if pause.Kind != "" {
+		add(1, pause.Step, "At %s c1's process stops for %s, a long garbage-collection pause. Its heartbeats stop with it; it still believes it holds the lock.", seconds(pause.Time), seconds(pause.Duration))
+		top()
+	}
+	for _, e := range rep.Expiries {
+		if e.Client == 1 {
+			add(1, e.Step, "The server last heard from c1 at %s. Its %s session timeout runs out, and at %s the server expires the session and deletes c1's lock node. Paused, c1 knows nothing of it.", seconds(e.LastHeard), seconds(sc.SessionTimeout), seconds(e.Time))
+			top()
+			break
+		}
+	}
+	h2, ok2 := holdOf(2)
+	if ok2 {
+		add(2, h2.From, "c2's watch fires and it acquires the lock (token %#x) at %s. From here both c1 and c2 believe they hold it: the split-brain window, in red.", h2.Token, seconds(h2.FromTime))
+	}
+	if op, ok := storeOp(2, true); ok {
+		if op.Refused {
+			add(2, op.Call, "c2 writes %d: the store refuses it.", op.Value)
+		} else {
+			add(2, op.Call, "c2 reads %d, writes %d and releases the lock.", op.Value-1, op.Value)
+		}
+	}
+	if op, ok := storeOp(1, true); ok {
+		switch {
+		case op.Refused:
+			add(1, op.Call, "At %s c1 wakes and writes %d, what it read plus one, with token %#x. The store has seen c2's newer token and refuses the write: c2's update is safe.", seconds(pause.End), op.Value, op.Token)
+		case op.Overwrote != 0:
+			add(1, op.Call, "At %s c1 wakes and writes %d, what it read plus one, over %d. The store takes it: c%d's update is lost.", seconds(pause.End), op.Value, op.Over, op.Overwrote)
+		default:
+			add(1, op.Call, "At %s c1 wakes and writes %d.", seconds(pause.End), op.Value)
+		}
+	}
+	for _, e := range rep.Events {
+		if e.Client == 1 && e.Kind == "session" && e.State == "StateExpired" {
+			add(1, e.Step, "Only when it reconnects, at %s, does c1 learn that its session expired; its release fails: the lease was lost.", seconds(e.Time))
+			break
+		}
+	}
+	if sc.Store == scenarios.StoreFenced {
+		r.Moral = []string{"With fencing, c1's late write carried an older token than c2's and was refused: the lock is still not a lock while c1 is paused, but the store is safe."}
+	} else {
+		r.Moral = []string{"ZooKeeper never had two holders: it deleted c1's node when c1's session expired. But a ZooKeeper lock cannot stop a paused holder; only the resource can, by checking tokens (zklab splitbrain --fencing)."}
+	}
+	return r
 }
