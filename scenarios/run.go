@@ -236,6 +236,7 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) *r
 		MaxTime:     365 * 24 * time.Hour,
 	})
 	r.obs.w = r.w
+	r.obs.tree.server = r.w.Server()
 	r.store = &store{fenced: sc.Store == StoreFenced}
 	r.done = make([]bool, sc.Clients+1)
 	return r
@@ -288,6 +289,7 @@ func (r *runner) run() *Result {
 	if r.runErr == nil && !r.allDone() {
 		r.probeTree()
 	}
+	r.obs.tree.flush()
 	steps, now := r.w.StepCount(), r.w.Now()
 	r.endTime = now
 	// Closing the world ends the tasks still blocked; what had finished
@@ -379,6 +381,7 @@ func (r *runner) workload(i int, conn *observedConn, lock Lock) func(ctx context
 			l.acquireReturn, l.acquireReturnTime, l.acquireErr, l.returned = r.step(), r.now(), err, true
 			if err == nil {
 				l.granted, l.token, l.session, l.nodes = true, lease.Token(), lease.SessionID(), lease.Nodes()
+				r.obs.tree.holdLives(l)
 			}
 			r.mu.Unlock()
 			if r.real != nil {
