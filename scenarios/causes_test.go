@@ -154,7 +154,9 @@ var queueLocks = map[string]func(c recipes.Conn, path string) *queueLock{
 	"give-up-lock":             func(c recipes.Conn, p string) *queueLock { return &queueLock{c: c, path: p, giveUp: true} },
 	"full-path-lock":           func(c recipes.Conn, p string) *queueLock { return &queueLock{c: c, path: p, fullPath: true} },
 	"wrong-session-lock":       func(c recipes.Conn, p string) *queueLock { return &queueLock{c: c, path: p, wrongSession: true} },
-	"retake-lock":              func(c recipes.Conn, p string) *queueLock { return &queueLock{c: c, path: p, lostRelease: true, retake: true} },
+	"retake-lock": func(c recipes.Conn, p string) *queueLock {
+		return &queueLock{c: c, path: p, lostRelease: true, retake: true}
+	},
 }
 
 func queueConstructor(name string) scenarios.Constructor {
