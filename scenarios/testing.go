@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -122,4 +123,15 @@ func (l *nodeLease) Release(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// rapidChecks is the rapid.checks setting that makes rapid run n checks:
+// under go test -short rapid runs a fifth of its setting, which rounds a
+// budget's last runs down to none (and Explore, counting runs, would ask
+// again forever).
+func rapidChecks(n int) int {
+	if testing.Short() {
+		return n * 5
+	}
+	return n
 }
