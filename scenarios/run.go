@@ -139,15 +139,18 @@ func Run(sc *Scenario, o RunOptions) (*Result, error) {
 	sc = sc.clone()
 	sc.fillDefaults()
 	ctor := o.Recipe
-	lockKind := o.Lock
+	lockKind := cmpOr(o.Lock, sc.Lock)
 	if r, ok := recipes.Lookup(sc.Recipe); ok && ctor == nil {
 		ctor = FromRecipe(r.New)
 		if lockKind == "" {
 			lockKind = lockModelFor(r.Name, sc)
 		}
+	} else if ctor != nil {
+		// A user's recipe: the file records the model it was held to.
+		sc.Lock = cmpOr(lockKind, "mutex")
 	}
 	if ctor == nil {
-		return nil, fmt.Errorf("scenario: unknown recipe %q (known: %s)", sc.Recipe, strings.Join(recipes.Names(), ", "))
+		return nil, fmt.Errorf("scenario: unknown recipe %q (known: %s); %s", sc.Recipe, strings.Join(recipes.Names(), ", "), UserRecipe(sc, ""))
 	}
 	if lockKind == "" {
 		lockKind = "mutex"

@@ -91,6 +91,9 @@ type Scenario struct {
 	// test and by Replay's caller.
 	Expect []Expectation
 
+	// The lines a user's recipe needs to replay (scenario_replay.go).
+	replayLines
+
 	layout []layoutItem
 }
 
@@ -131,7 +134,7 @@ const scheduleTokensPerLine = 16
 
 // singleKeys are the directives that appear at most once, in the order
 // Format writes them when the layout does not say.
-var singleKeys = []string{"recipe", "leases", "readers", "clients", "cycles", "hold", "think", "store", "session-timeout", "seed"}
+var singleKeys = []string{"recipe", "lock", "leases", "readers", "clients", "cycles", "hold", "think", "store", "session-timeout", "seed", "go-test"}
 
 // render returns the canonical text of the directive key (index-th for
 // repeated ones), and whether the scenario has a value for it.
@@ -180,7 +183,7 @@ func (s *Scenario) render(key string, index int) ([]string, bool) {
 	case "schedule":
 		return formatSchedule(s.Schedule), len(s.Schedule) > 0
 	}
-	return nil, false
+	return s.renderReplay(key)
 }
 
 // renderForced is render for a directive the file has: a present
@@ -514,6 +517,9 @@ func (s *Scenario) parseDirective(key, rest string) error {
 		}
 		s.Expect = append(s.Expect, e)
 	default:
+		if known, err := s.parseReplay(key, rest); known {
+			return err
+		}
 		return fmt.Errorf("unknown directive %q (want one of %s, fault, expect, schedule)", key, strings.Join(singleKeys, ", "))
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/zklab/zklab/recipes"
 	"github.com/zklab/zklab/scenarios"
 )
 
@@ -86,6 +87,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	sc, file, err := loadScenario(args[0])
 	if err != nil {
 		return err
+	}
+	if _, ok := recipes.Lookup(sc.Recipe); !ok {
+		return usagef("%s: %s", file, scenarios.UserRecipe(sc, file)) // a user's recipe replays in go test
 	}
 	if *seed != 0 {
 		sc.Seed = *seed
