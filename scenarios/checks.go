@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -422,18 +423,22 @@ func (r *runner) admits(holders []span) bool {
 // simulator, the server's lives of its nodes; otherwise the client and
 // the nodes it names.
 func (r *runner) holderOf(l *lockRec, zkView bool) string {
+	var b strings.Builder
 	if zkView && r.real == nil {
-		var b strings.Builder
 		for i, z := range l.lives {
 			if z == nil {
-				fmt.Fprintf(&b, "%s(gone);", l.nodes[i])
+				b.WriteString(l.nodes[i] + "(gone);")
 				continue
 			}
-			fmt.Fprintf(&b, "%s@%#x;", z.path, z.czxid)
+			b.WriteString(z.path + "@" + strconv.FormatInt(z.czxid, 16) + ";")
 		}
 		return b.String()
 	}
-	return fmt.Sprintf("c%d:%s", l.client, strings.Join(l.nodes, ","))
+	b.WriteString("c" + strconv.Itoa(l.client) + ":")
+	for _, n := range l.nodes {
+		b.WriteString(n + ",")
+	}
+	return b.String()
 }
 
 // describeHolder says who holds with lease l, for a person: the client,

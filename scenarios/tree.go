@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"fmt"
 	"path"
 	"slices"
 
@@ -26,10 +25,11 @@ type znodeLife struct {
 	creator    int // the client whose request created it
 	ended      bool
 	endStep    uint64
-	// endCause says what removed it, for a person: "c2's delete",
-	// "the close of c1's session 0x…", "the expiry of session 0x…".
-	endCause string
-	endedBy  int // the client whose request removed it, 0 for an expiry
+	// endOp is what removed it: the op of the request ("delete",
+	// "multi", "closeSession"), or "expiry"; endedBy is the client whose
+	// request it was (0 for an expiry).
+	endOp   string
+	endedBy int
 }
 
 // liveAt reports whether the life held at step: created at or before it
@@ -48,6 +48,9 @@ type serverTree struct {
 	server *sim.Server
 	lives  []*znodeLife
 	live   map[string]*znodeLife // path -> its current life
+	// liveNames are the names of live, by directory: a scan looks its
+	// children up without building their paths.
+	liveNames map[string]map[string]bool
 	dirs   map[string]bool       // directories a create went to
 	// pending is the last write that reached the server: it is applied
 	// after its "apply" event, so the tree is looked at on the next event.
@@ -57,7 +60,7 @@ type serverTree struct {
 }
 
 func newServerTree() *serverTree {
-	return &serverTree{live: map[string]*znodeLife{}, dirs: map[string]bool{}}
+	return &serverTree{live: map[string]*znodeLife{}, liveNames: map[string]map[string]bool{}, dirs: map[string]bool{}}
 }
 
 // isTreeWrite reports whether an op can create or remove nodes.
@@ -83,7 +86,7 @@ func (t *serverTree) event(e sim.Event) {
 		t.pending, t.hasPending = e, true
 	case e.Kind == "server" && e.Session != 0:
 		// An expiry's closeSession, applied when the event is emitted.
-		t.sessionEnded(e.Session, e.Step, fmt.Sprintf("the expiry of session %#x", e.Session), 0)
+		t.sessionEnded(e.Session, e.Step, "expiry", 0)
 	}
 }
 
@@ -108,21 +111,20 @@ func (t *serverTree) settle() {
 	}
 	zxidBefore := t.lastZxid
 	t.lastZxid = t.server.LastZxid()
-	who := fmt.Sprintf("c%d's %s", w.Client, w.Op)
 	switch w.Op {
 	case "create", "createContainer", "createTTL":
 		t.scanDir(path.Dir(w.Path), w, zxidBefore)
 	case "delete":
-		t.recheck(w.Path, w.Step, who, w.Client)
+		t.recheck(w.Path, w.Step, w.Op, w.Client)
 	case "multi":
 		for _, dir := range sortedKeys(t.dirs) {
 			t.scanDir(dir, w, zxidBefore)
 		}
 		for _, p := range sortedKeys(t.live) {
-			t.recheck(p, w.Step, who, w.Client)
+			t.recheck(p, w.Step, w.Op, w.Client)
 		}
 	case "closeSession":
-		t.sessionEnded(w.Session, w.Step, fmt.Sprintf("the close of c%d's session %#x", w.Client, w.Session), w.Client)
+		t.sessionEnded(w.Session, w.Step, w.Op, w.Client)
 	}
 }
 
@@ -134,11 +136,16 @@ func (t *serverTree) scanDir(dir string, w sim.Event, zxidBefore int64) {
 	if !ok {
 		return
 	}
+	known := t.liveNames[dir]
+	if known == nil {
+		known = map[string]bool{}
+		t.liveNames[dir] = known
+	}
 	for _, name := range info.Children {
-		p := path.Join(dir, name)
-		if old := t.live[p]; old != nil {
+		if known[name] {
 			continue
 		}
+		p := path.Join(dir, name)
 		n, ok := t.server.Node(p)
 		if !ok {
 			continue
@@ -149,12 +156,13 @@ func (t *serverTree) scanDir(dir string, w sim.Event, zxidBefore int64) {
 		}
 		t.lives = append(t.lives, z)
 		t.live[p] = z
+		known[name] = true
 	}
 }
 
 // recheck ends p's life if the server no longer has it (or has another
 // node of that name).
-func (t *serverTree) recheck(p string, step uint64, cause string, by int) {
+func (t *serverTree) recheck(p string, step uint64, op string, by int) {
 	z := t.live[p]
 	if z == nil {
 		return
@@ -162,19 +170,20 @@ func (t *serverTree) recheck(p string, step uint64, cause string, by int) {
 	if n, ok := t.server.Node(p); ok && n.Stat.Czxid == z.czxid {
 		return
 	}
-	z.ended, z.endStep, z.endCause, z.endedBy = true, step, cause, by
+	z.ended, z.endStep, z.endOp, z.endedBy = true, step, op, by
 	delete(t.live, p)
+	delete(t.liveNames[path.Dir(p)], path.Base(p))
 }
 
 // sessionEnded ends the lives of the ephemerals of session s that the
 // server removed.
-func (t *serverTree) sessionEnded(s int64, step uint64, cause string, by int) {
+func (t *serverTree) sessionEnded(s int64, step uint64, op string, by int) {
 	if s == 0 {
 		return
 	}
 	for _, p := range sortedKeys(t.live) {
 		if t.live[p].owner == s {
-			t.recheck(p, step, cause, by)
+			t.recheck(p, step, op, by)
 		}
 	}
 	t.lastZxid = t.server.LastZxid()
