@@ -51,7 +51,7 @@ type serverTree struct {
 	// liveNames are the names of live, by directory: a scan looks its
 	// children up without building their paths.
 	liveNames map[string]map[string]bool
-	dirs   map[string]bool       // directories a create went to
+	dirs      map[string]bool // directories a create went to
 	// pending is the last write that reached the server: it is applied
 	// after its "apply" event, so the tree is looked at on the next event.
 	pending    sim.Event
