@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,19 +28,27 @@ const (
 	CheckStore = "store-linearizable"
 	// CheckZKHolders is at most one holder (N for a semaphore, readers
 	// together for a read/write lock) in ZooKeeper's view at any step: a
-	// lease counts from its acquire's return to the deletion of its lock
-	// node or the end of its session on the server.
+	// lease counts from its acquire's return to the end of its lock node
+	// in the server's tree, however the node went (a delete, a multi, its
+	// session's close or expiry). On the simulator the node, its owner
+	// session and its end are the server's own (serverTree), not what the
+	// lease reports; leases that stand on one node are one holder. On a
+	// real server, which zklab cannot look inside, the lease's nodes and
+	// session are the lease's, and an end is bounded by what the clients
+	// saw (see zk.go).
 	CheckZKHolders = "zk-holders"
 	// CheckSplitBrain is at most one client believing it holds the lock
 	// at any step: a belief lasts from the acquire's return to the
-	// release's call (or the client's crash). Pauses and partitions
+	// release's call (or the client's crash); one client's beliefs on one
+	// node are one holder. Pauses and partitions
 	// longer than the session timeout make it fail even for a correct
 	// recipe; a fenced store stays safe. It is reported, and by default
 	// not counted as a violation.
 	CheckSplitBrain = "split-brain"
 	// CheckLiveness fails when a client has not finished its cycles a
 	// quiet period after the last fault plus the time the workload
-	// needs; it names the node the waiter is stuck behind and its owner.
+	// needs; it names the node the waiter is stuck behind, its owner, and
+	// the history that left it there (blame.go).
 	CheckLiveness = "liveness"
 	// CheckDeadWatches fails when a client set an exists watch on a
 	// sequential node that was gone: it can never fire.
@@ -381,12 +390,23 @@ func (r *runner) storeOperations() []porcupine.Operation {
 type span struct {
 	rec        *lockRec
 	start, end uint64 // [start, end)
+	// holder says who holds: on the simulator, in ZooKeeper's view, the
+	// lives of the lease's nodes (two leases on one node are one holder,
+	// whoever took them); for a belief, and on a real server, the client
+	// and its nodes.
+	holder string
 }
 
-// admits says whether the holders of a set may hold together.
+// admits says whether the holders of a set may hold together; spans of
+// one holder count once.
 func (r *runner) admits(holders []span) bool {
 	writers, readers := 0, 0
+	seen := map[string]bool{}
 	for _, h := range holders {
+		if seen[h.holder] {
+			continue
+		}
+		seen[h.holder] = true
 		if h.rec.shared {
 			readers++
 		} else {
@@ -400,6 +420,65 @@ func (r *runner) admits(holders []span) bool {
 		return writers <= max(r.sc.Leases, 1)
 	}
 	return writers+readers <= 1
+}
+
+// holderOf names who holds with lease l: in ZooKeeper's view on the
+// simulator, the server's lives of its nodes; otherwise the client and
+// the nodes it names.
+func (r *runner) holderOf(l *lockRec, zkView bool) string {
+	var b strings.Builder
+	if zkView && r.real == nil {
+		for i, z := range l.lives {
+			if z == nil {
+				b.WriteString(l.nodes[i] + "(gone);")
+				continue
+			}
+			b.WriteString(z.path + "@" + strconv.FormatInt(z.czxid, 16) + ";")
+		}
+		return b.String()
+	}
+	b.WriteString("c" + strconv.Itoa(l.client) + ":")
+	for _, n := range l.nodes {
+		b.WriteString(n + ",")
+	}
+	return b.String()
+}
+
+// describeHolder says who holds with lease l, for a person: the client,
+// its token, the session that owns its node in the server's tree (and
+// the session the lease claimed, where it differs), and since when.
+func (r *runner) describeHolder(s span) string {
+	l := s.rec
+	session := l.session
+	claim := ""
+	if owner, ok := r.serverOwner(l); ok {
+		if owner != l.session {
+			claim = fmt.Sprintf(", the lease said %#x", l.session)
+		}
+		session = owner
+	}
+	who := fmt.Sprintf("session %#x", session)
+	if session == 0 {
+		who = "no session (a persistent node)"
+	} else if c, ok := r.obs.sessionClient[session]; ok && c != l.client {
+		who += fmt.Sprintf(" of c%d", c)
+	}
+	nodes := ""
+	if len(l.nodes) > 0 {
+		nodes = ", node " + strings.Join(l.nodes, ",")
+	}
+	return fmt.Sprintf("c%d (token %#x, %s%s%s, from step %d)", l.client, l.token, who, claim, nodes, s.start)
+}
+
+// serverOwner is the owner session the server had for the first node of
+// lease l at the acquire's return (the simulator only).
+func (r *runner) serverOwner(l *lockRec) (int64, bool) {
+	for _, z := range l.lives {
+		if z != nil {
+			return z.owner, true
+		}
+	}
+	return 0, false
 }
 
 // checkOverlap sweeps the leases' spans (ZooKeeper's view, or the
@@ -437,7 +516,7 @@ func (r *runner) checkOverlap(name string, lastStep uint64) CheckResult {
 			}
 			end = l.acquireReturn
 		}
-		spans = append(spans, span{rec: l, start: l.acquireReturn, end: end})
+		spans = append(spans, span{rec: l, start: l.acquireReturn, end: end, holder: r.holderOf(l, name == CheckZKHolders)})
 	}
 	slices.SortStableFunc(spans, func(a, b span) int { return cmpUint(a.start, b.start) })
 	var active []span
@@ -446,8 +525,12 @@ func (r *runner) checkOverlap(name string, lastStep uint64) CheckResult {
 		active = append(active, s)
 		if !r.admits(active) {
 			var who []string
+			seen := map[string]bool{}
 			for _, a := range active {
-				who = append(who, fmt.Sprintf("c%d (token %#x, session %#x, from step %d)", a.rec.client, a.rec.token, a.rec.session, a.start))
+				if !seen[a.holder] {
+					seen[a.holder] = true
+					who = append(who, r.describeHolder(a))
+				}
 			}
 			what := "hold in ZooKeeper's view"
 			if name == CheckSplitBrain {
@@ -504,77 +587,6 @@ func (r *runner) checkLiveness() CheckResult {
 	}
 	detail += fmt.Sprintf(" (the last fault ended at %v; quiet period %v, bound %v)", r.obs.lastFaultEnd.Round(time.Millisecond), r.quietPeriod(), r.bound())
 	return CheckResult{Name: CheckLiveness, Outcome: Fail, Detail: detail}
-}
-
-// blame names the node at the head of each queue of the lock's tree, as
-// the probe saw it, with its owner session and that session's client.
-func (r *runner) blame(waiters []int) string {
-	if !r.probed {
-		return ""
-	}
-	heads := map[string]probeNode{}
-	var dirs []string
-	for _, n := range r.probe {
-		if !n.isQueue {
-			continue
-		}
-		dir := n.path[:strings.LastIndexByte(n.path, '/')]
-		h, ok := heads[dir]
-		if !ok {
-			dirs = append(dirs, dir)
-		}
-		if !ok || seqOf(n.path) < seqOf(h.path) {
-			heads[dir] = n
-		}
-	}
-	if len(dirs) == 0 {
-		for _, n := range r.probe {
-			if n.owner != 0 || len(r.probe) == 1 {
-				return "the lock node is " + r.describeNode(n, waiters)
-			}
-		}
-		return "no lock node is left: the waiters wait on nothing"
-	}
-	var parts []string
-	for _, d := range dirs {
-		parts = append(parts, "queue head "+r.describeNode(heads[d], waiters))
-	}
-	return strings.Join(parts, "; ")
-}
-
-func seqOf(p string) string { return p[len(p)-10:] }
-
-func (r *runner) describeNode(n probeNode, waiters []int) string {
-	if n.owner == 0 {
-		return fmt.Sprintf("%s is persistent (czxid %#x): no session end will remove it, orphaned", n.path, n.czxid)
-	}
-	client, known := r.obs.sessionClient[n.owner]
-	who := fmt.Sprintf("session %#x", n.owner)
-	if known {
-		who += fmt.Sprintf(" of c%d", client)
-	}
-	for _, l := range r.hist.locks {
-		if l.granted && !l.releaseCalled && slices.Contains(l.nodes, n.path) {
-			return fmt.Sprintf("%s is owned by %s, which holds it", n.path, who)
-		}
-	}
-	if known && slices.Contains(waiters, client) {
-		own := 0
-		for _, m := range r.probe {
-			if m.owner == n.owner && m.isQueue {
-				own++
-			}
-		}
-		if own > 1 {
-			return fmt.Sprintf("%s is owned by %s, the waiter's own session, which has %d nodes in the queue: an earlier one, orphaned (a create whose reply was lost), blocks the later", n.path, who, own)
-		}
-		return fmt.Sprintf("%s is owned by %s, the waiter itself, first in the queue: it waits on a watch that will not fire (lost wakeup)", n.path, who)
-	}
-	state := "alive"
-	if r.obs.crashed(client) {
-		state = "crashed, its session still open"
-	}
-	return fmt.Sprintf("%s is owned by %s (%s), which holds no lease: orphaned", n.path, who, state)
 }
 
 func (r *runner) checkDeadWatches() CheckResult {

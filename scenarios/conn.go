@@ -100,7 +100,12 @@ func (c *observedConn) Create(ctx context.Context, p string, data []byte, flags 
 		c.r.obs.persistentDirs[path.Dir(p)] = true
 		c.r.mu.Unlock()
 	}
+	rec := createRec{client: c.client, session: c.Conn.Session().ID, path: p, call: c.r.step()}
 	name, err := c.Conn.Create(ctx, p, data, flags, acl)
+	rec.name, rec.err, rec.ret = name, err, c.r.step()
+	c.r.mu.Lock()
+	c.r.obs.creates = append(c.r.obs.creates, rec)
+	c.r.mu.Unlock()
 	c.leave("create", p, err, n)
 	return name, err
 }

@@ -367,7 +367,7 @@ func Explore(o ExploreOptions) (*ExploreResult, error) {
 			break
 		}
 		restore, err := setRapidFlags(map[string]string{
-			"rapid.checks":     strconv.Itoa(checks),
+			"rapid.checks":     strconv.Itoa(rapidChecks(checks)),
 			"rapid.seed":       strconv.FormatUint(o.Seed*1_000_003+uint64(chunk)*100_003+1, 10),
 			"rapid.nofailfile": "true",
 			"rapid.shrinktime": o.ShrinkTime.String(),
@@ -379,17 +379,18 @@ func Explore(o ExploreOptions) (*ExploreResult, error) {
 			return nil, err
 		}
 		tb := &exploreTB{name: "zklab-explore-" + o.Recipe}
+		runsBefore := res.Runs
 		rapid.Check(tb, prop)
 		restore()
-		if failing {
-			break
+		if failing || res.Runs == runsBefore {
+			break // a failure, or a chunk that ran nothing: never loop on
 		}
 	}
 	res.Elapsed = time.Since(start)
 	if !failing {
 		return res, nil
 	}
-	res.Failure = last
+	res.Failure = shrinkFailure(&o, res.Found, last)
 	file, err := writeFailure(&o, last)
 	if err != nil {
 		return res, err

@@ -25,12 +25,16 @@ type lockRec struct {
 	token             int64
 	session           int64
 	nodes             []string
-	releaseCall       uint64
-	releaseCallTime   time.Duration
-	releaseCalled     bool
-	releaseReturn     uint64
-	releaseReturned   bool
-	releaseErr        error
+	// lives are, on the simulator, the server's lives of nodes as they
+	// stood at the acquire's return (nil for a node already gone): the
+	// node's owner and end are the server's, whatever the lease says.
+	lives           []*znodeLife
+	releaseCall     uint64
+	releaseCallTime time.Duration
+	releaseCalled   bool
+	releaseReturn   uint64
+	releaseReturned bool
+	releaseErr      error
 }
 
 // updateRec is one critical section's update of the store.
@@ -185,6 +189,12 @@ type observer struct {
 	bytesReturned int64
 	deadWatches   []deadWatch
 
+	// tree is the simulated server's tree as the run went (no server on
+	// a real run: there its server is nil and it keeps nothing).
+	tree *serverTree
+	// creates are the clients' create calls, as they saw them.
+	creates []createRec
+
 	// ops counts each client's operations begun: calls, sleeps, waits
 	// (index: the client's number); injected keeps, for each fault the
 	// simulator injected, the count of its client then: where a run on a
@@ -212,7 +222,18 @@ func newObserver(keep bool, clients int) *observer {
 		expiries:       map[int64]uint64{},
 		crashStep:      map[int]uint64{},
 		persistentDirs: map[string]bool{},
+		tree:           newServerTree(),
 	}
+}
+
+// createRec is a create call of a client's, as the client saw it: the
+// name it asked for, and the name or the error it got back.
+type createRec struct {
+	client     int
+	session    int64 // the client's session when it called
+	path, name string
+	err        error
+	call, ret  uint64
 }
 
 func (o *observer) crashed(client int) bool {
@@ -222,6 +243,7 @@ func (o *observer) crashed(client int) bool {
 
 // Event implements sim.TraceSink.
 func (o *observer) Event(e sim.Event) {
+	o.tree.event(e)
 	if o.report {
 		o.events = append(o.events, e)
 	}
@@ -345,8 +367,15 @@ func (r *runner) leaseEnd(l *lockRec) (from, to uint64, ok bool) {
 }
 
 // zkEnd is where a granted lease ended in ZooKeeper's view: the first
-// deletion of one of its nodes, or its session's end.
+// end of the server's life of one of its nodes (however it went: a
+// delete, a multi, its session's close or expiry). A node already gone at
+// the acquire's return ended where its last life ended, or, if the server
+// had no such node during the acquire, at its return: the lease never
+// held.
 func (o *observer) zkEnd(l *lockRec) (uint64, bool) {
+	if o.tree.server != nil {
+		return o.tree.leaseEnd(l)
+	}
 	end, ok := uint64(0), false
 	take := func(st uint64, found bool) {
 		if !found {

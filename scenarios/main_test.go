@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -33,17 +34,51 @@ func TestMain(m *testing.M) {
 // process of this test binary and checks that it fails with a verdict
 // and the path of a scenario file.
 func TestReadmeExample(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenLock$", "-test.count=1")
-	cmd.Env = append(os.Environ(), envReadme+"=1")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	if err == nil {
-		t.Fatalf("the broken lock passed:\n%s", out.String())
+	bin, err := filepath.Abs(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, want := range []string{"verdict: FAIL", "zk-holders", "scenario file: ", "broken-lock-"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, out.String())
+	// The child runs in a directory of its own: the scenario file it keeps
+	// (testdata/zklab, next to the test) goes there.
+	dir := t.TempDir()
+	child := func(args ...string) string {
+		cmd := exec.Command(bin, append([]string{"-test.run=^TestBrokenLock$", "-test.count=1"}, args...)...)
+		cmd.Env = append(os.Environ(), envReadme+"=1")
+		cmd.Dir = dir
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err == nil {
+			t.Fatalf("the broken lock passed:\n%s", out.String())
+		}
+		return out.String()
+	}
+	out := child()
+	for _, want := range []string{"verdict: FAIL", "zk-holders", "scenario file: testdata/zklab/broken-lock-",
+		"replay: go test github.com/zklab/zklab/scenarios -run '^TestBrokenLock$' -count=1 -zklab.replay testdata/zklab/broken-lock-"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "testdata/zklab/broken-lock-*.scenario"))
+	if len(files) != 1 {
+		t.Fatalf("want the one scenario file kept in testdata/zklab, got %v", files)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"recipe broken-lock\n", "lock mutex\n", "go-test github.com/zklab/zklab/scenarios TestBrokenLock\n"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("the scenario file lacks %q:\n%s", want, data)
+		}
+	}
+	// The replay command's flag replays the file with the test's own
+	// constructor, and fails as the exploration did.
+	rel, _ := filepath.Rel(dir, files[0])
+	out = child("-zklab.replay", rel)
+	for _, want := range []string{"broken-lock replayed from " + rel, "verdict: FAIL", "lock-linearizable   fail", "c2 acquired token="} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the replay's output lacks %q:\n%s", want, out)
 		}
 	}
 	// The README shows exactly this code.

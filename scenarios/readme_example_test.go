@@ -25,7 +25,7 @@ func (l brokenLock) Acquire(ctx context.Context) (scenarios.Lease, error) {
 func TestBrokenLock(t *testing.T) {
 	scenarios.Test(t, "broken-lock", func(c recipes.Conn, _ string, _ recipes.Options) scenarios.Lock {
 		return brokenLock{c}
-	}, scenarios.Options{Clients: 3, Runs: 200, Dir: t.TempDir()})
+	}, scenarios.Options{Clients: 3, Runs: 200})
 }
 
 // README end

@@ -144,15 +144,18 @@ func Run(sc *Scenario, o RunOptions) (*Result, error) {
 	sc = sc.clone()
 	sc.fillDefaults()
 	ctor := o.Recipe
-	lockKind := o.Lock
+	lockKind := cmpOr(o.Lock, sc.Lock)
 	if r, ok := recipes.Lookup(sc.Recipe); ok && ctor == nil {
 		ctor = FromRecipe(r.New)
 		if lockKind == "" {
 			lockKind = lockModelFor(r.Name, sc)
 		}
+	} else if ctor != nil {
+		// A user's recipe: the file records the model it was held to.
+		sc.Lock = cmpOr(lockKind, "mutex")
 	}
 	if ctor == nil {
-		return nil, fmt.Errorf("scenario: unknown recipe %q (known: %s)", sc.Recipe, strings.Join(recipes.Names(), ", "))
+		return nil, fmt.Errorf("scenario: unknown recipe %q (known: %s); %s", sc.Recipe, strings.Join(recipes.Names(), ", "), UserRecipe(sc, ""))
 	}
 	if lockKind == "" {
 		lockKind = "mutex"
@@ -242,6 +245,7 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) *r
 	})
 	r.obs.w = r.w
 	r.obs.hist = &r.hist
+	r.obs.tree.server = r.w.Server()
 	r.store = &store{fenced: sc.Store == StoreFenced}
 	r.done = make([]bool, sc.Clients+1)
 	return r
@@ -317,6 +321,7 @@ func (r *runner) run() *Result {
 	if r.runErr == nil && !r.allDone() {
 		r.probeTree()
 	}
+	r.obs.tree.flush()
 	steps, now := r.w.StepCount(), r.w.Now()
 	r.endTime = now
 	// Closing the world ends the tasks still blocked; what had finished
@@ -409,6 +414,7 @@ func (r *runner) workload(i int, conn *observedConn, lock Lock) func(ctx context
 			l.acquireReturn, l.acquireReturnTime, l.acquireErr, l.returned = r.step(), r.now(), err, true
 			if err == nil {
 				l.granted, l.token, l.session, l.nodes = true, lease.Token(), lease.SessionID(), lease.Nodes()
+				r.obs.tree.holdLives(l)
 			}
 			r.mu.Unlock()
 			if r.real != nil {

@@ -97,6 +97,9 @@ type Scenario struct {
 	// directory an ACL (access.go).
 	Access Access
 
+	// The lines a user's recipe needs to replay (scenario_replay.go).
+	replayLines
+
 	layout []layoutItem
 }
 
@@ -138,7 +141,7 @@ const scheduleTokensPerLine = 16
 
 // singleKeys are the directives that appear at most once, in the order
 // Format writes them when the layout does not say.
-var singleKeys = append([]string{"recipe", "leases", "readers", "clients", "cycles", "hold", "think", "store", "session-timeout", "seed"}, accessKeys...)
+var singleKeys = append([]string{"recipe", "lock", "leases", "readers", "clients", "cycles", "hold", "think", "store", "session-timeout", "seed", "go-test"}, accessKeys...)
 
 // render returns the canonical text of the directive key (index-th for
 // repeated ones), and whether the scenario has a value for it.
@@ -187,7 +190,10 @@ func (s *Scenario) render(key string, index int) ([]string, bool) {
 	case "schedule":
 		return formatSchedule(s.Schedule), len(s.Schedule) > 0
 	}
-	return s.renderAccess(key)
+	if v, ok := s.renderAccess(key); ok {
+		return v, ok
+	}
+	return s.renderReplay(key)
 }
 
 // renderForced is render for a directive the file has: a present
@@ -602,6 +608,9 @@ func (s *Scenario) parseDirective(key, rest string) error {
 		s.Expect = append(s.Expect, e)
 	default:
 		if ok, err := s.parseAccess(key, rest); ok {
+			return err
+		}
+		if known, err := s.parseReplay(key, rest); known {
 			return err
 		}
 		return fmt.Errorf("unknown directive %s (want one of %s, fault, expect, schedule)", Cut(key), strings.Join(singleKeys, ", "))

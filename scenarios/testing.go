@@ -3,8 +3,11 @@ package scenarios
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"os"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -19,6 +22,10 @@ type TB interface {
 	Logf(format string, args ...any)
 	Fatalf(format string, args ...any)
 }
+
+// replayFile is the scenario file Test replays instead of exploring:
+// go test -run '^TestMyLock$' -zklab.replay testdata/zklab/FILE.
+var replayFile = flag.String("zklab.replay", "", "zklab: replay this scenario file with the recipe of the scenarios.Test that found it, instead of exploring")
 
 // Options tune Test. The zero value explores 100 runs of up to 5 clients
 // and 3 cycles each, with up to 3 faults of every kind, a fenced store,
@@ -40,6 +47,8 @@ type Options struct {
 	Seed uint64
 	// Store is the protected store, fenced by default.
 	Store StoreKind
+	// SessionTimeout is every client's session timeout (default 10 s).
+	SessionTimeout time.Duration
 	// Lock is the lock's model: mutex (default), rwlock or semaphore
 	// (with Leases).
 	Lock   string
@@ -48,17 +57,46 @@ type Options struct {
 	// nil).
 	Violations []string
 	// Dir is where a failure's scenario file goes (default
-	// testdata/zklab, next to the test).
+	// testdata/zklab, next to the test, where it is kept to be committed
+	// as a regression scenario).
 	Dir string
+	// ShrinkTime bounds each of the two shrinkings of a failure (rapid's
+	// and zklab's own; default 5 s).
+	ShrinkTime time.Duration
+}
+
+// TestResult is what Test found.
+type TestResult struct {
+	// Runs is the number of runs explored (before the first failure, if
+	// one failed); Elapsed the wall time of the search, ToFailure the
+	// wall time to the first failing run.
+	Runs               int
+	Elapsed, ToFailure time.Duration
+	// Failure is the shrunk failing run, nil if none failed (with
+	// -zklab.replay: the replayed run, if it failed).
+	Failure *Result
+	// File is the failure's scenario file, and Command the go test
+	// command that replays it with the test's own constructor.
+	File, Command string
 }
 
 // Test explores a lock recipe inside go test: newLock builds one
 // client's handle on the lock. It draws workloads, fault schedules and
 // scheduling decisions through rapid, and on the first run that fails a
-// check it shrinks the run, writes it as a scenario file and fails t
-// with the verdict, the file's path and how to replay it.
-func Test(t TB, name string, newLock Constructor, o Options) {
+// check it shrinks the run, writes it as a scenario file (kept in
+// testdata/zklab by default) and fails t with the verdict, the file's
+// path and the go test command that replays it. With -zklab.replay FILE
+// it replays that file with newLock instead, and fails t if the run
+// fails a check.
+func Test(t TB, name string, newLock Constructor, o Options) *TestResult {
 	t.Helper()
+	goTest := "" // the package and test that call, as a go-test line says
+	if pkg := callerPackage(1); pkg != "" && strings.HasPrefix(t.Name(), "Test") && !strings.ContainsAny(t.Name(), " \t") {
+		goTest = pkg + " " + t.Name()
+	}
+	if *replayFile != "" {
+		return replayInTest(t, name, newLock, o, *replayFile)
+	}
 	if o.Dir == "" {
 		o.Dir = "testdata/zklab"
 	}
@@ -66,29 +104,92 @@ func Test(t TB, name string, newLock Constructor, o Options) {
 		Recipe: name, New: newLock, Lock: o.Lock, Leases: o.Leases,
 		Clients: o.Clients, Cycles: o.Cycles, Faults: o.Faults, MaxFaults: o.MaxFaults,
 		Runs: o.Runs, Time: o.Time, Strategy: o.Strategy, Depth: o.Depth, Seed: o.Seed,
-		Store: o.Store, Violations: o.Violations, Dir: o.Dir,
+		Store: o.Store, SessionTimeout: o.SessionTimeout, Violations: o.Violations, Dir: o.Dir,
+		ShrinkTime: o.ShrinkTime,
 	})
 	if err != nil && (res == nil || res.Failure == nil) {
 		t.Fatalf("zklab: %v", err)
+		return nil
 	}
+	out := &TestResult{Runs: res.Runs, Elapsed: res.Elapsed, ToFailure: res.ToFailure, Failure: res.Failure, File: res.File}
 	if res.Failure == nil {
 		t.Logf("zklab: %s: no violation in %d runs (%d steps, %v)", name, res.Runs, res.Steps, res.Elapsed.Round(time.Millisecond))
-		return
+		return out
+	}
+	out.Command = res.Command
+	if _, known := recipes.Lookup(name); goTest != "" && (!known || newLock != nil) {
+		if werr := noteGoTest(res.File, goTest); werr != nil && err == nil {
+			err = werr
+		}
+		sc := res.Failure.Scenario.clone()
+		sc.GoTest = goTest
+		out.Command = ReplayCommand(sc, res.File)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "zklab: %s failed after %s (%v); shrunk to %s, %s, %s\n",
 		name, Plural(res.Runs, "run"), res.ToFailure.Round(time.Millisecond), Plural(res.Failure.Scenario.Clients, "client"), Plural(len(res.Failure.Scenario.Faults), "fault"), Plural(len(res.Failure.Scenario.Schedule), "scheduling decision"))
 	b.WriteString(res.Failure.Verdict.String())
 	fmt.Fprintf(&b, "scenario file: %s\n", res.File)
-	if _, known := recipes.Lookup(name); known {
-		fmt.Fprintf(&b, "replay: %s\n", res.Command)
-	} else {
-		fmt.Fprintf(&b, "replay: scenarios.ReplayFile(%q, scenarios.RunOptions{Recipe: newLock})\n", res.File)
-	}
+	fmt.Fprintf(&b, "replay: %s\n", out.Command)
 	if err != nil {
 		fmt.Fprintf(&b, "warning: %v\n", err)
 	}
 	t.Fatalf("%s", b.String())
+	return out
+}
+
+// noteGoTest writes into a scenario file which test found it: the file
+// then says how it replays (zklab run points there).
+func noteGoTest(file, goTest string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	sc, err := Parse(file, string(data))
+	if err != nil {
+		return err
+	}
+	sc.GoTest = goTest
+	text := Format(sc)
+	if cmd := ReplayCommand(sc, file); cmd != "" {
+		text = "# replay: " + cmd + "\n" + text
+	}
+	return os.WriteFile(file, []byte(text), 0o644)
+}
+
+// replayInTest replays file with the test's constructor.
+func replayInTest(t TB, name string, newLock Constructor, o Options, file string) *TestResult {
+	t.Helper()
+	sc, err := ParseFile(file)
+	if err != nil {
+		t.Fatalf("zklab: -zklab.replay: %v", err)
+		return nil
+	}
+	if sc.Recipe != name {
+		t.Logf("zklab: -zklab.replay %s: the file is a scenario of %q, not of %q: not replayed here", file, sc.Recipe, name)
+		return &TestResult{File: file}
+	}
+	res, err := Replay(sc, RunOptions{Recipe: newLock, Lock: o.Lock})
+	if err != nil {
+		t.Fatalf("zklab: -zklab.replay %s: %v", file, err)
+		return nil
+	}
+	out := &TestResult{Runs: 1, File: file, Failure: res}
+	var b strings.Builder
+	fmt.Fprintf(&b, "zklab: %s replayed from %s\n", name, file)
+	b.WriteString(res.Verdict.String())
+	fmt.Fprintf(&b, "history (step, client, what):\n%s", res.History())
+	unmet := res.Verdict.Expectations(sc.Expect)
+	for _, u := range unmet {
+		fmt.Fprintf(&b, "unmet: %s\n", u)
+	}
+	if len(res.Verdict.Violations(o.Violations)) > 0 || len(unmet) > 0 {
+		t.Fatalf("%s", b.String())
+		return out
+	}
+	out.Failure = nil
+	t.Logf("%s", b.String())
+	return out
 }
 
 // nodeLease is a lease standing on one node.
@@ -122,4 +223,15 @@ func (l *nodeLease) Release(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// rapidChecks is the rapid.checks setting that makes rapid run n checks:
+// under go test -short rapid runs a fifth of its setting, which rounds a
+// budget's last runs down to none (and Explore, counting runs, would ask
+// again forever).
+func rapidChecks(n int) int {
+	if testing.Short() {
+		return n * 5
+	}
+	return n
 }

@@ -54,6 +54,16 @@ import (
 // after the run). The lock's history takes the whole window; zk-holders
 // counts a lease to the window's start, so it reports only a certain
 // overlap. zk-linearizable needs the simulator's history and is n/a.
+//
+// zklab cannot look inside a real server's tree as the run goes, so what
+// the simulator takes from the server's own record (serverTree) comes
+// from elsewhere here: a lease's nodes and session are what the lease
+// reports (a lease that lies about its session is judged on the lie), and
+// two leases are one holder when one client reports the same nodes. The
+// liveness verdict's cause is told the same way on both: from the probe
+// after the run (each node's owner session and czxid) and the clients'
+// own record of their create calls, leases and releases; only the step
+// at which the server made the node is the simulator's alone.
 
 // zkConnectWait bounds the wait for a client's first session.
 const zkConnectWait = 5 * time.Second

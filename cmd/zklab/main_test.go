@@ -118,6 +118,7 @@ func TestBadUsage(t *testing.T) {
 		{[]string{"run"}, "want one scenario file, directory or name, got 0 arguments"},
 		{[]string{"run", "no-such-scenario"}, "no such file, and no scenario of that name"},
 		{[]string{"run", "testdata/bad.scenario"}, "testdata/bad.scenario:3:"},
+		{[]string{"run", "testdata/user-recipe.scenario"}, `recipe "broken-lock" is a user's own, not one of zklab's: replay it with its constructor, in go test: go test example.com/mylock -run '^TestBrokenLock$' -count=1 -zklab.replay /`},
 		{[]string{"explore"}, "--recipe is required"},
 		{[]string{"explore", "--recipe", "fair-lock", "--faults", "meteor"}, `unknown fault kind "meteor"`},
 		{[]string{"explore", "--recipe", "fair-lock", "--shard", "5/4"}, `--shard: "5/4" is not K/N`},

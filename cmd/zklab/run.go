@@ -75,6 +75,9 @@ func loadScenario(arg string) (*scenarios.Scenario, string, error) {
 		return nil, "", usageError{err.Error()}
 	}
 	if _, ok := recipes.Lookup(sc.Recipe); !ok {
+		if scenarios.ReplayCommand(sc, arg) != "" { // a user's recipe replays in go test
+			return nil, "", usagef("%s:%d: %s", arg, sc.Line("recipe"), scenarios.UserRecipe(sc, arg))
+		}
 		return nil, "", usagef("%s:%d: unknown recipe %s (known: %s)", arg, sc.Line("recipe"), scenarios.Cut(sc.Recipe), strings.Join(recipes.Names(), ", "))
 	}
 	return sc, arg, nil

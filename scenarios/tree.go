@@ -1,0 +1,260 @@
+package scenarios
+
+import (
+	"path"
+	"slices"
+
+	"github.com/zklab/zklab/sim"
+)
+
+// znodeLife is one incarnation of a node as the simulated server had it:
+// from the transaction that created it to the one that removed it (a
+// delete, a multi, its session's close or expiry). A path created again
+// is a new life. The checks take a lease's node, its owner and its end
+// from here, not from what the lease says of itself.
+type znodeLife struct {
+	path  string
+	czxid int64
+	// owner is the session of an ephemeral node, 0 for any other.
+	owner int64
+	// created is false for a node the server had before anyone was
+	// watching (ZooKeeper's own nodes): createStep and creator are then
+	// unknown.
+	created    bool
+	createStep uint64
+	creator    int // the client whose request created it
+	ended      bool
+	endStep    uint64
+	// endOp is what removed it: the op of the request ("delete",
+	// "multi", "closeSession"), or "expiry"; endedBy is the client whose
+	// request it was (0 for an expiry).
+	endOp   string
+	endedBy int
+}
+
+// liveAt reports whether the life held at step: created at or before it
+// and not yet removed.
+func (z *znodeLife) liveAt(step uint64) bool {
+	return (!z.created || z.createStep <= step) && (!z.ended || z.endStep > step)
+}
+
+// serverTree follows the simulated server's tree as the run goes: after
+// every write that reached the server it looks at the nodes that write
+// can have touched (the created node's directory, the deleted node, a
+// closed session's ephemerals), through sim.Server.Node, which changes
+// nothing. What it keeps is the server's truth: the owner of each node
+// and the step at which each node came and went, however it went.
+type serverTree struct {
+	server *sim.Server
+	lives  []*znodeLife
+	live   map[string]*znodeLife // path -> its current life
+	// liveNames are the names of live, by directory: a scan looks its
+	// children up without building their paths.
+	liveNames map[string]map[string]bool
+	dirs      map[string]bool // directories a create went to
+	// pending is the last write that reached the server: it is applied
+	// after its "apply" event, so the tree is looked at on the next event.
+	pending    sim.Event
+	hasPending bool
+	lastZxid   int64
+}
+
+func newServerTree() *serverTree {
+	return &serverTree{live: map[string]*znodeLife{}, liveNames: map[string]map[string]bool{}, dirs: map[string]bool{}}
+}
+
+// isTreeWrite reports whether an op can create or remove nodes.
+func isTreeWrite(op string) bool {
+	switch op {
+	case "create", "createContainer", "createTTL", "delete", "multi", "closeSession":
+		return true
+	}
+	return false
+}
+
+// event takes the trace's events in order; it runs before the observer
+// files e.
+func (t *serverTree) event(e sim.Event) {
+	if t.server == nil {
+		return
+	}
+	if t.hasPending {
+		t.settle()
+	}
+	switch {
+	case e.Kind == "apply" && isTreeWrite(e.Op):
+		t.pending, t.hasPending = e, true
+	case e.Kind == "server" && e.Session != 0:
+		// An expiry's closeSession, applied when the event is emitted.
+		t.sessionEnded(e.Session, e.Step, "expiry", 0)
+	}
+}
+
+// flush settles the last write: the run is over, or a check reads the
+// tree now.
+func (t *serverTree) flush() {
+	if t.server != nil && t.hasPending {
+		t.settle()
+	}
+}
+
+// settle looks at what the pending write changed. It runs at the next
+// event: between a write and the next event the server applies nothing
+// else but a container sweep (which removes no lock node) or an expiry
+// (whose own event comes next, and which only a multi could be blamed
+// for here).
+func (t *serverTree) settle() {
+	w := t.pending
+	t.hasPending = false
+	if t.server.LastZxid() == t.lastZxid {
+		return // the write never became a transaction
+	}
+	zxidBefore := t.lastZxid
+	t.lastZxid = t.server.LastZxid()
+	switch w.Op {
+	case "create", "createContainer", "createTTL":
+		t.scanDir(path.Dir(w.Path), w, zxidBefore)
+	case "delete":
+		t.recheck(w.Path, w.Step, w.Op, w.Client)
+	case "multi":
+		for _, dir := range sortedKeys(t.dirs) {
+			t.scanDir(dir, w, zxidBefore)
+		}
+		for _, p := range sortedKeys(t.live) {
+			t.recheck(p, w.Step, w.Op, w.Client)
+		}
+	case "closeSession":
+		t.sessionEnded(w.Session, w.Step, w.Op, w.Client)
+	}
+}
+
+// scanDir finds the nodes of dir that the write w created: those with a
+// czxid past the last transaction seen before it.
+func (t *serverTree) scanDir(dir string, w sim.Event, zxidBefore int64) {
+	t.dirs[dir] = true
+	info, ok := t.server.Node(dir)
+	if !ok {
+		return
+	}
+	known := t.liveNames[dir]
+	if known == nil {
+		known = map[string]bool{}
+		t.liveNames[dir] = known
+	}
+	for _, name := range info.Children {
+		if known[name] {
+			continue
+		}
+		p := path.Join(dir, name)
+		n, ok := t.server.Node(p)
+		if !ok {
+			continue
+		}
+		z := &znodeLife{path: p, czxid: n.Stat.Czxid, owner: n.Owner}
+		if n.Stat.Czxid > zxidBefore {
+			z.created, z.createStep, z.creator = true, w.Step, w.Client
+		}
+		t.lives = append(t.lives, z)
+		t.live[p] = z
+		known[name] = true
+	}
+}
+
+// recheck ends p's life if the server no longer has it (or has another
+// node of that name).
+func (t *serverTree) recheck(p string, step uint64, op string, by int) {
+	z := t.live[p]
+	if z == nil {
+		return
+	}
+	if n, ok := t.server.Node(p); ok && n.Stat.Czxid == z.czxid {
+		return
+	}
+	z.ended, z.endStep, z.endOp, z.endedBy = true, step, op, by
+	delete(t.live, p)
+	delete(t.liveNames[path.Dir(p)], path.Base(p))
+}
+
+// sessionEnded ends the lives of the ephemerals of session s that the
+// server removed.
+func (t *serverTree) sessionEnded(s int64, step uint64, op string, by int) {
+	if s == 0 {
+		return
+	}
+	for _, p := range sortedKeys(t.live) {
+		if t.live[p].owner == s {
+			t.recheck(p, step, op, by)
+		}
+	}
+	t.lastZxid = t.server.LastZxid()
+}
+
+// lifeAt is the life of p that held at step, or nil.
+func (t *serverTree) lifeAt(p string, step uint64) *znodeLife {
+	for i := len(t.lives) - 1; i >= 0; i-- {
+		if z := t.lives[i]; z.path == p && z.liveAt(step) {
+			return z
+		}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// leaseEnd is where a granted lease ended in the server's view: the
+// first end among its nodes' lives (see observer.zkEnd).
+func (t *serverTree) leaseEnd(l *lockRec) (uint64, bool) {
+	end, ok := uint64(0), false
+	take := func(st uint64) {
+		if !ok || st < end {
+			end, ok = st, true
+		}
+	}
+	for i, n := range l.nodes {
+		var z *znodeLife
+		if i < len(l.lives) {
+			z = l.lives[i]
+		}
+		if z == nil {
+			take(t.goneBy(n, l))
+			continue
+		}
+		if z.ended {
+			take(z.endStep)
+		}
+	}
+	return end, ok
+}
+
+// goneBy is when node n of lease l, gone at the acquire's return, had
+// ended: its last life's end during the acquire, or, when the server had
+// no such node during the acquire, the acquire's return: an empty lease.
+func (t *serverTree) goneBy(n string, l *lockRec) uint64 {
+	for i := len(t.lives) - 1; i >= 0; i-- {
+		z := t.lives[i]
+		if z.path == n && z.ended && z.endStep <= l.acquireReturn && z.endStep >= l.acquireCall {
+			return z.endStep
+		}
+	}
+	return l.acquireReturn
+}
+
+// holdLives notes, at l's acquire's return, the server's lives of the
+// nodes the lease names.
+func (t *serverTree) holdLives(l *lockRec) {
+	if t.server == nil {
+		return
+	}
+	t.flush()
+	l.lives = make([]*znodeLife, len(l.nodes))
+	for i, n := range l.nodes {
+		l.lives[i] = t.lifeAt(n, l.acquireReturn)
+	}
+}
