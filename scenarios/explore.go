@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -62,9 +61,13 @@ type ExploreOptions struct {
 	ShrinkTime time.Duration
 	// CheckTimeout bounds each porcupine check (default 2 s).
 	CheckTimeout time.Duration
-	// Progress, if set, is called after every run with the runs so far
-	// and the wall time since the search began (a CLI's progress line).
-	Progress func(runs int, elapsed time.Duration)
+	// Parallel is the number of schedules run at once (default
+	// GOMAXPROCS). The schedules explored, the violation reported and
+	// the shrunk file do not depend on it (see search.go).
+	Parallel int
+	// Progress, if set, is called after every run (a CLI's progress
+	// line), never by two goroutines at once.
+	Progress func(ExploreProgress)
 
 	// ZK, when set, explores on the real ZooKeeper at these servers
 	// (HOST:PORT) instead of the simulator: see exploreOnZK.
@@ -75,10 +78,32 @@ type ExploreOptions struct {
 	exactShape bool
 }
 
+// ExploreProgress is where an exploration stands.
+type ExploreProgress struct {
+	// Phase is PhaseExploring, then PhaseShrinking once a schedule failed.
+	Phase string
+	// Runs are the schedules run so far (exploring) or up to the first
+	// failing one (shrinking); Budget the budget in runs, 0 for none.
+	Runs, Budget int
+	// Elapsed is the wall time since the search began; TimeBudget the
+	// budget in time, 0 for none.
+	Elapsed, TimeBudget time.Duration
+	// ShrinkRuns are the runs tried while shrinking.
+	ShrinkRuns int
+	// Workers is the number of schedules run at once.
+	Workers int
+}
+
+// The phases of an exploration.
+const (
+	PhaseExploring = "exploring"
+	PhaseShrinking = "shrinking"
+)
+
 // ExploreResult is what an exploration found.
 type ExploreResult struct {
-	// Runs is the number of runs before the first failure (all of them
-	// when none failed); Steps their simulator steps.
+	// Runs is the number of runs up to and including the first failing
+	// one (all of them when none failed); Steps their simulator steps.
 	Runs  int
 	Steps uint64
 	// Elapsed is the wall time of the search; ToFailure the wall time to
@@ -317,77 +342,30 @@ func Explore(o ExploreOptions) (*ExploreResult, error) {
 		_ = flag.CommandLine.Parse(nil)
 	}
 
-	res := &ExploreResult{}
-	start := time.Now()
-	var last *Result // the last failing run rapid saw: the shrunk one, in the end
-	failing := false
-	prop := func(t *rapid.T) {
-		sc := drawScenario(t, &o)
-		src := &RapidSource{T: t, Label: "sched"}
-		var strategy sim.Strategy = WalkStrategy{Source: src}
-		if o.Strategy == "pct" {
-			strategy = &PCT{Depth: o.Depth, Source: src}
-		}
-		r, err := Run(sc, RunOptions{Recipe: o.New, Lock: o.Lock, Strategy: strategy, CheckTimeout: o.CheckTimeout})
-		src.Rethrow()
-		if err != nil {
-			t.Fatalf("%v", err)
-		}
-		if !failing {
-			res.Runs++
-			res.Steps += r.Steps
-			if o.Progress != nil {
-				o.Progress(res.Runs, time.Since(start))
-			}
-		}
-		if v := r.Verdict.Violations(o.Violations); len(v) > 0 {
-			if !failing {
-				failing = true
-				res.ToFailure = time.Since(start)
-				res.Found = r
-			}
-			last = r
-			t.Fatalf("%s: %s", v[0].Name, v[0].Detail)
-		}
+	e := newExplorer(&o)
+	restore, err := setRapidFlags(map[string]string{
+		"rapid.seed":       "1",
+		"rapid.checks":     "1",
+		"rapid.nofailfile": "true",
+		"rapid.shrinktime": o.ShrinkTime.String(),
+		"rapid.v":          "false",
+		"rapid.log":        "false",
+		"rapid.debug":      "false",
+		// rapid runs a fifth of its checks under -short: the budget is
+		// the budget.
+		"test.short": "false",
+	})
+	defer restore()
+	if err != nil {
+		return nil, err
 	}
-	for chunk := 0; ; chunk++ {
-		checks := exploreChunk
-		if o.Runs > 0 {
-			left := o.Runs - res.Runs
-			if left <= 0 {
-				break
-			}
-			if o.Time == 0 {
-				checks = left
-			} else {
-				checks = min(checks, left)
-			}
-		}
-		if o.Time > 0 && time.Since(start) >= o.Time {
-			break
-		}
-		restore, err := setRapidFlags(map[string]string{
-			"rapid.checks":     strconv.Itoa(checks),
-			"rapid.seed":       strconv.FormatUint(o.Seed*1_000_003+uint64(chunk)*100_003+1, 10),
-			"rapid.nofailfile": "true",
-			"rapid.shrinktime": o.ShrinkTime.String(),
-			"rapid.v":          "false",
-			"rapid.log":        "false",
-		})
-		if err != nil {
-			restore()
-			return nil, err
-		}
-		tb := &exploreTB{name: "zklab-explore-" + o.Recipe}
-		rapid.Check(tb, prop)
-		restore()
-		if failing {
-			break
-		}
+	res, err := e.search()
+	if err != nil || res.Found == nil {
+		return res, err
 	}
-	res.Elapsed = time.Since(start)
-	if !failing {
-		return res, nil
+	last, err := e.shrink(res.Runs)
+	if err != nil {
+		return res, err
 	}
 	res.Failure = last
 	file, err := writeFailure(&o, last)

@@ -50,6 +50,9 @@ type Options struct {
 	// Dir is where a failure's scenario file goes (default
 	// testdata/zklab, next to the test).
 	Dir string
+	// Parallel is the number of runs at once (default GOMAXPROCS); the
+	// runs, the failure and its file do not depend on it.
+	Parallel int
 }
 
 // Test explores a lock recipe inside go test: newLock builds one
@@ -66,7 +69,7 @@ func Test(t TB, name string, newLock Constructor, o Options) {
 		Recipe: name, New: newLock, Lock: o.Lock, Leases: o.Leases,
 		Clients: o.Clients, Cycles: o.Cycles, Faults: o.Faults, MaxFaults: o.MaxFaults,
 		Runs: o.Runs, Time: o.Time, Strategy: o.Strategy, Depth: o.Depth, Seed: o.Seed,
-		Store: o.Store, Violations: o.Violations, Dir: o.Dir,
+		Store: o.Store, Violations: o.Violations, Dir: o.Dir, Parallel: o.Parallel,
 	})
 	if err != nil && (res == nil || res.Failure == nil) {
 		t.Fatalf("zklab: %v", err)

@@ -21,15 +21,20 @@ func init() {
 		usage: `Usage: zklab explore --recipe NAME [--clients N] [--cycles N] [--faults LIST]
                      [--runs N | --time D] [--seed S] [--strategy random|pct] [--depth D]
                      [--store fenced|unfenced] [--leases N] [--out DIR] [--shard K/N]
-                     [--json] [--shrink-time D] [--session-timeout D] [--zk HOST:PORT[,...]]
+                     [--json] [--shrink-time D] [--session-timeout D] [--parallel N]
+                     [--zk HOST:PORT[,...]]
 
 Runs the recipe's workload (acquire, read and write a protected store,
 release) under drawn fault schedules and scheduling decisions, and checks
 every run. On a violation it shrinks the run, writes it as a scenario file
 in --out and prints the command that replays it. The same seed explores
 the same schedules. --shard K/N explores the K-th of N disjoint parts of
-the seed space, for a batch of machines. On a terminal a progress line
-goes to stderr.
+the seed space, for a batch of machines; --parallel N runs N schedules
+at once on this one (default: every core), and for a given seed and
+--runs the schedules, the violation and the shrunk file do not depend on
+N. With --time the schedules run are the first ones of that same
+sequence, as many as the time allows, and a violation is the first of
+them by index. On a terminal a progress line goes to stderr.
 
 Fault kinds: drop-request, drop-reply, disconnect, partition, pause,
 crash, expire, restart (default: all; "none" for none).
@@ -66,6 +71,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout")
 	shrinkTime := fs.Duration("shrink-time", shrinkTimeDefault, "the most wall time shrinking a failure may take; a shrink cut short may differ between machines")
 	sessionTimeout := fs.Duration("session-timeout", 10*time.Second, "the session timeout every client asks for (a real server grants 4s to 40s by default)")
+	parallel := fs.Int("parallel", 0, "schedules run at once (default: GOMAXPROCS)")
 	zkServers := fs.String("zk", "", "explore on a real ZooKeeper at HOST:PORT[,HOST:PORT...] instead of the simulator")
 	if err := parseFlags(fs, c, args, stdout); err != nil {
 		return err
@@ -84,6 +90,9 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	}
 	if *store != "fenced" && *store != "unfenced" {
 		return usagef("--store: %q is neither fenced nor unfenced", *store)
+	}
+	if *parallel < 0 {
+		return usagef("--parallel: %d is negative", *parallel)
 	}
 	if *runs < 0 || *budget < 0 || *clients < 1 || *cycles < 1 || *depth < 1 || *leases < 0 || *sessionTimeout <= 0 {
 		return usagef("--runs, --time, --clients, --cycles, --depth, --leases and --session-timeout must be positive")
@@ -113,19 +122,19 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		Recipe: *recipe, Clients: *clients, Cycles: *cycles, Faults: kinds,
 		Runs: *runs, Time: *budget, Strategy: *strategy, Depth: *depth,
 		Store: scenarios.StoreKind(*store), Dir: *out, ShrinkTime: *shrinkTime, Leases: *leases,
-		SessionTimeout: *sessionTimeout,
+		SessionTimeout: *sessionTimeout, Parallel: *parallel,
 		// Shard k of n explores seeds n*seed+k-1: the shards of one seed
 		// never repeat each other's schedules.
 		Seed: *seed*uint64(n) + uint64(k-1),
 	}
 	if isTerminal(stderr) {
 		var last time.Duration
-		o.Progress = func(runs int, elapsed time.Duration) {
-			if elapsed-last < 200*time.Millisecond && servers == nil {
+		o.Progress = func(p scenarios.ExploreProgress) {
+			if p.Elapsed-last < 200*time.Millisecond && servers == nil {
 				return
 			}
-			last = elapsed
-			fmt.Fprintf(stderr, "\r%d schedules, %.0f schedules/s, 0 violations, %v elapsed   ", runs, float64(runs)/elapsed.Seconds(), elapsed.Round(time.Second))
+			last = p.Elapsed
+			fmt.Fprintf(stderr, "\r\033[K%s", exploreProgressLine(p))
 		}
 	}
 	res, err := scenarios.Explore(o)
@@ -155,7 +164,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	fmt.Fprintf(stdout, "violation found at schedule %d, shrunk to %d faults and %d scheduling decisions:\n\n%s\n",
-		res.Runs+1, len(res.Failure.Scenario.Faults), len(res.Failure.Scenario.Schedule), res.Failure.Verdict.String())
+		res.Runs, len(res.Failure.Scenario.Faults), len(res.Failure.Scenario.Schedule), res.Failure.Verdict.String())
 	fmt.Fprintf(stdout, "scenario file: %s\nreplay it with:\n  zklab run %s\n", res.File, res.File)
 	v := res.Failure.Verdict.Violations(nil)
 	return violationError{fmt.Sprintf("%s: %s", v[0].Name, oneLineText(v[0].Detail))}
@@ -267,4 +276,22 @@ func printExploreZK(w io.Writer, o scenarios.ExploreOptions, seed uint64, k, n i
 	fmt.Fprintf(w, "scenario file: %s\nrun it again on the server with:\n  %s\nor on the simulator with:\n  zklab run %s\n", res.File, res.Command, res.File)
 	v := res.Failure.Verdict.Violations(nil)
 	return violationError{fmt.Sprintf("%s: %s", v[0].Name, oneLineText(v[0].Detail))}
+}
+
+// exploreProgressLine is the progress line of an exploration: the schedules
+// run, the rate, the budget left, and while shrinking the runs tried.
+func exploreProgressLine(p scenarios.ExploreProgress) string {
+	elapsed := p.Elapsed.Round(time.Second)
+	if p.Phase == scenarios.PhaseShrinking {
+		return fmt.Sprintf("violation at schedule %d; shrinking: %d runs tried, %v elapsed", p.Runs, p.ShrinkRuns, elapsed)
+	}
+	var left []string
+	if p.Budget > 0 {
+		left = append(left, fmt.Sprintf("%d schedules", max(0, p.Budget-p.Runs)))
+	}
+	if p.TimeBudget > 0 {
+		left = append(left, max(0, p.TimeBudget-p.Elapsed).Round(time.Second).String())
+	}
+	return fmt.Sprintf("%d schedules, %.0f schedules/s on %d workers, 0 violations, %v elapsed, %s left",
+		p.Runs, float64(p.Runs)/p.Elapsed.Seconds(), p.Workers, elapsed, strings.Join(left, " or "))
 }
