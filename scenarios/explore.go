@@ -115,6 +115,9 @@ type ExploreResult struct {
 	// File is the scenario file written for Failure, and Command the
 	// command that replays it.
 	File, Command string
+	// Coverage is what the runs reached (those up to the first failing
+	// one): on the simulator only.
+	Coverage *Coverage
 }
 
 // exploreMu serializes explorations: rapid reads its settings from

@@ -85,6 +85,10 @@ type RunOptions struct {
 	// servers (HOST:PORT) instead of the simulator; see runOnZK for what
 	// carries over and what cannot.
 	ZK []string
+	// Coverage records what the run reached (Result.Coverage): the
+	// phase of the client each fault struck, the events that matter.
+	// Simulator only.
+	Coverage bool
 	// ZKLog, if set, hears what a run on a real server does as it goes
 	// (the faults it injects), one line at a time.
 	ZKLog func(line string)
@@ -101,6 +105,8 @@ type Result struct {
 	Time  time.Duration
 	// Report holds what a report draws (RunOptions.Report).
 	Report *Report
+	// Coverage is what the run reached (RunOptions.Coverage).
+	Coverage *Coverage
 	// Notes say how a run on a real server went: when each fault was
 	// injected, and which were not.
 	Notes []string
@@ -210,6 +216,7 @@ type runner struct {
 	runErr  error
 	probe   []probeNode
 	probed  bool
+	cov     *coverageRecorder // nil unless RunOptions.Coverage
 }
 
 func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) *runner {
@@ -221,6 +228,10 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) *r
 	r.rec = &sim.Record{Inner: inner, Choices: takeChoices()}
 	r.obs = newObserver(o.Trace, sc.Clients)
 	r.obs.report = o.Report
+	if o.Coverage {
+		r.cov = newCoverageRecorder(sc.Clients)
+		r.obs.cov = r.cov
+	}
 	maxSteps := o.MaxSteps
 	if maxSteps == 0 {
 		maxSteps = 2_000_000
@@ -314,6 +325,9 @@ func (r *runner) run() *Result {
 	if r.opts.Report {
 		res.Report = r.report(steps)
 	}
+	if r.cov != nil {
+		res.Coverage = r.cov.cov
+	}
 	return res
 }
 
@@ -371,7 +385,9 @@ func (r *runner) workload(i int, conn *observedConn, lock Lock) func(ctx context
 			r.mu.Lock()
 			l := r.hist.add(lockRec{client: i, shared: shared, acquireCall: r.step(), acquireCallTime: r.now()})
 			r.mu.Unlock()
+			r.cov.setSection(i, PhaseAcquiring)
 			lease, err := lock.Acquire(ctx)
+			r.cov.setSection(i, PhaseIdle)
 			if err == nil && lease == nil {
 				err = errors.New("scenarios: Acquire returned neither a lease nor an error")
 			}
@@ -390,11 +406,14 @@ func (r *runner) workload(i int, conn *observedConn, lock Lock) func(ctx context
 				}
 				continue
 			}
+			r.cov.setSection(i, PhaseHolding)
 			r.critical(ctx, i, conn, l)
 			r.mu.Lock()
 			l.releaseCall, l.releaseCalled = r.step(), true
 			r.mu.Unlock()
+			r.cov.setSection(i, PhaseReleasing)
 			err = lease.Release(ctx)
+			r.cov.setSection(i, PhaseIdle)
 			r.mu.Lock()
 			l.releaseErr = err
 			l.releaseReturn, l.releaseReturned = r.step(), true

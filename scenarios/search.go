@@ -56,16 +56,18 @@ type explorer struct {
 	steps    uint64
 	shrunk   int // runs tried while shrinking
 	shrinkOn bool
+	cov      *Coverage // of the merged schedules
 }
 
 // runRecord is what the totals keep of one schedule.
 type runRecord struct {
 	steps  uint64
 	failed bool
+	cov    *Coverage
 }
 
 func newExplorer(o *ExploreOptions) *explorer {
-	e := &explorer{o: o, limit: -1, failing: -1, pending: map[int]runRecord{}, workers: o.Parallel}
+	e := &explorer{o: o, limit: -1, failing: -1, pending: map[int]runRecord{}, workers: o.Parallel, cov: newCoverage()}
 	if e.workers <= 0 {
 		e.workers = runtime.GOMAXPROCS(0)
 	}
@@ -135,7 +137,7 @@ func (e *explorer) finish(g int, r *Result, failed bool, err error) {
 		e.failing, e.found = g, r
 		e.limit = g + 1
 	}
-	e.pending[g] = runRecord{steps: r.Steps, failed: failed}
+	e.pending[g] = runRecord{steps: r.Steps, failed: failed, cov: r.Coverage}
 	for {
 		rec, ok := e.pending[e.merged]
 		if !ok || (e.failing >= 0 && e.merged > e.failing) {
@@ -144,6 +146,7 @@ func (e *explorer) finish(g int, r *Result, failed bool, err error) {
 		delete(e.pending, e.merged)
 		e.merged++
 		e.steps += rec.steps
+		e.cov.Add(rec.cov)
 	}
 	e.progressLocked()
 }
@@ -168,7 +171,7 @@ func (e *explorer) search() (*ExploreResult, error) {
 		wg.Go(e.work)
 	}
 	wg.Wait()
-	res := &ExploreResult{Elapsed: time.Since(e.start), Runs: e.merged, Steps: e.steps, Found: e.found}
+	res := &ExploreResult{Elapsed: time.Since(e.start), Runs: e.merged, Steps: e.steps, Found: e.found, Coverage: e.cov}
 	if e.err != nil {
 		return res, e.err
 	}
@@ -257,7 +260,7 @@ func (e *explorer) runDrawn(t *rapid.T) (*Result, bool, error) {
 	o := e.o
 	sc := drawScenario(t, o)
 	src := &RapidSource{T: t, Label: "sched"}
-	r, err := Run(sc, RunOptions{Recipe: o.New, Lock: o.Lock, Strategy: o.strategy(src), CheckTimeout: o.CheckTimeout})
+	r, err := Run(sc, RunOptions{Recipe: o.New, Lock: o.Lock, Strategy: o.strategy(src), CheckTimeout: o.CheckTimeout, Coverage: true})
 	src.Rethrow()
 	if err != nil {
 		return nil, false, err

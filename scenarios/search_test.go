@@ -4,6 +4,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/zklab/zklab/sim"
 )
 
 // TestExploreSameOnEveryCore: for one seed and budget in runs, the
@@ -15,13 +17,14 @@ func TestExploreSameOnEveryCore(t *testing.T) {
 		steps uint64
 		found string
 		file  string
+		cov   string
 	}
 	explore := func(parallel int, recipe string, runs int) outcome {
 		res, err := Explore(ExploreOptions{Recipe: recipe, Runs: runs, Seed: 11, Parallel: parallel, Dir: t.TempDir(), ShrinkTime: 2 * time.Minute})
 		if err != nil {
 			t.Fatalf("%s on %d workers: %v", recipe, parallel, err)
 		}
-		out := outcome{runs: res.Runs, steps: res.Steps}
+		out := outcome{runs: res.Runs, steps: res.Steps, cov: res.Coverage.Text(sim.FaultKinds)}
 		if res.Found != nil {
 			out.found = Format(res.Found.Scenario)
 			data, err := os.ReadFile(res.File)
@@ -48,6 +51,9 @@ func TestExploreSameOnEveryCore(t *testing.T) {
 			got := explore(parallel, tc.recipe, tc.runs)
 			if got.runs != one.runs || got.steps != one.steps {
 				t.Errorf("%s on %d workers: %d schedules, %d steps; on one: %d, %d", tc.recipe, parallel, got.runs, got.steps, one.runs, one.steps)
+			}
+			if got.cov != one.cov {
+				t.Errorf("%s on %d workers covered:\n%s\non one:\n%s", tc.recipe, parallel, got.cov, one.cov)
 			}
 			if got.found != one.found {
 				t.Errorf("%s on %d workers found another first violation:\n%s\non one worker:\n%s", tc.recipe, parallel, got.found, one.found)

@@ -159,6 +159,9 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "explored %d schedules of %s (%s strategy, %s, seed %d, shard %d/%d): %d simulator steps\n",
 		res.Runs, *recipe, *strategy, faults, *seed, k, n, res.Steps)
+	if res.Coverage != nil {
+		fmt.Fprint(stdout, res.Coverage.Text(coveredKinds(kinds)))
+	}
 	if res.Failure == nil {
 		fmt.Fprintln(stdout, "no violation")
 		return nil
@@ -181,6 +184,12 @@ func printExploreJSON(w io.Writer, o scenarios.ExploreOptions, res *scenarios.Ex
 		delete(obj, "steps")
 		obj["backend"] = "zookeeper"
 		obj["events"] = res.Steps
+	}
+	if res.Coverage != nil {
+		obj["coverage"] = map[string]any{
+			"runs": res.Coverage.Runs, "faults": res.Coverage.Faults, "events": res.Coverage.Events,
+			"never_reached": res.Coverage.Never(coveredKinds(o.Faults)),
+		}
 	}
 	if res.Failure != nil {
 		obj["violations"] = 1
@@ -294,4 +303,13 @@ func exploreProgressLine(p scenarios.ExploreProgress) string {
 	}
 	return fmt.Sprintf("%d schedules, %.0f schedules/s on %d workers, 0 violations, %v elapsed, %s left",
 		p.Runs, float64(p.Runs)/p.Elapsed.Seconds(), p.Workers, elapsed, strings.Join(left, " or "))
+}
+
+// coveredKinds are the fault kinds an exploration drew from: all of them
+// for nil.
+func coveredKinds(kinds []sim.FaultKind) []sim.FaultKind {
+	if kinds == nil {
+		return sim.FaultKinds
+	}
+	return kinds
 }
