@@ -101,6 +101,18 @@ func (c *Coverage) Add(o *Coverage) (novel bool) {
 	return novel
 }
 
+// sortedKinds lists the fault kinds c has counts for, in sim.FaultKinds
+// order.
+func sortedKinds(c *Coverage) []sim.FaultKind {
+	var out []sim.FaultKind
+	for _, k := range sim.FaultKinds {
+		if len(c.Faults[k]) > 0 {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // Clone copies c.
 func (c *Coverage) Clone() *Coverage {
 	out := newCoverage()
@@ -240,6 +252,13 @@ type coverageRecorder struct {
 	herd map[herdKey][]int
 	// sessions maps a session to its client.
 	sessions map[int64]int
+
+	// Aimed faults (aim): the world, the triggers, each client's last
+	// phase seen, and the faults fired as scheduled.
+	w        *sim.World
+	triggers []*trigger
+	last     []string
+	fired    []sim.ScheduledFault
 }
 
 func newCoverageRecorder(clients int) *coverageRecorder {
@@ -285,6 +304,7 @@ func (r *coverageRecorder) setSection(i int, section string) {
 		return
 	}
 	r.clients[i].section, r.clients[i].own = section, ""
+	r.check(i)
 }
 
 // setOp notes the call client i makes ("" when it returns).
@@ -293,6 +313,7 @@ func (r *coverageRecorder) setOp(i int, op string) {
 		return
 	}
 	r.clients[i].op = op
+	r.check(i)
 }
 
 // setOwn notes the recipe's own phase for client i.
@@ -301,12 +322,26 @@ func (r *coverageRecorder) setOwn(i int, phase string) {
 		return
 	}
 	r.clients[i].own = phase
+	r.check(i)
 }
 
 func (r *coverageRecorder) valid(i int) bool { return i >= 1 && i < len(r.clients) }
 
 // event follows the trace.
 func (r *coverageRecorder) event(e sim.Event) {
+	r.follow(e)
+	if e.Kind == "session" || e.Kind == "fault" {
+		if e.Client == 0 {
+			for i := 1; i < len(r.clients); i++ {
+				r.check(i)
+			}
+		} else {
+			r.check(e.Client)
+		}
+	}
+}
+
+func (r *coverageRecorder) follow(e sim.Event) {
 	switch e.Kind {
 	case "send":
 		if r.valid(e.Client) && e.Xid >= 0 && e.Op != "connect" {
@@ -390,7 +425,14 @@ func (r *coverageRecorder) session(e sim.Event) {
 }
 
 func (r *coverageRecorder) fault(e sim.Event) {
-	kind, _, _ := strings.Cut(e.Detail, " ")
+	kind, rest, _ := strings.Cut(e.Detail, " ")
+	if !strings.HasPrefix(rest, "c") && !strings.HasPrefix(rest, "for=") {
+		// The end of a partition or a pause, a server up again, an
+		// expiry the server could not make: not a fault striking.
+		if !strings.HasPrefix(e.Detail, "request dropped") && !strings.HasPrefix(e.Detail, "reply dropped") {
+			return
+		}
+	}
 	switch {
 	case strings.HasPrefix(e.Detail, "request dropped"):
 		if r.valid(e.Client) {
@@ -430,5 +472,62 @@ func (r *coverageRecorder) fault(e sim.Event) {
 	r.cov.addFault(k, r.phase(e.Client), 1)
 	if k == sim.FaultCrash {
 		r.clients[e.Client].crashed = true
+	}
+}
+
+// A phaseFault is a fault aimed at a phase: it strikes before the step
+// after client Client enters Phase for the Nth time (a restart too,
+// though it strikes the server). The run records it as a fault at that
+// step, so its scenario replays it like any other.
+type phaseFault struct {
+	sim.Fault
+	Phase string
+	Nth   int
+}
+
+// trigger is a phaseFault under way in a run.
+type trigger struct {
+	phaseFault
+	seen  int
+	fired bool
+}
+
+// aim arms the phase faults of a run in the world w.
+func (r *coverageRecorder) aim(w *sim.World, faults []phaseFault) {
+	r.w = w
+	for _, f := range faults {
+
+		r.triggers = append(r.triggers, &trigger{phaseFault: f})
+	}
+	r.last = make([]string, len(r.clients))
+}
+
+// check fires the triggers of client i when it enters a phase.
+func (r *coverageRecorder) check(i int) {
+	if len(r.triggers) == 0 || !r.valid(i) {
+		return
+	}
+	p := r.phase(i)
+	if p == r.last[i] {
+		return
+	}
+	r.last[i] = p
+	for _, t := range r.triggers {
+		if t.fired || t.Client != i || t.Phase != p {
+			continue
+		}
+		t.seen++
+		if t.seen < t.Nth {
+			continue
+		}
+		t.fired = true
+		f := sim.ScheduledFault{AtStep: r.w.StepCount() + 1, Fault: t.Fault}
+		if f.Kind == sim.FaultRestart {
+			f.Client = 0
+		}
+		if err := r.w.ScheduleFault(f); err != nil {
+			panic(err) // the step is the next one: always to come
+		}
+		r.fired = append(r.fired, f)
 	}
 }

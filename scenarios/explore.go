@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -39,9 +40,11 @@ type ExploreOptions struct {
 	// empty non-nil slice: none); MaxFaults bounds how many (default 3).
 	Faults    []sim.FaultKind
 	MaxFaults int
-	// Strategy is "random" (each scheduling decision drawn through rapid,
-	// the default) or "pct" (priorities and change points drawn through
-	// rapid), with Depth the PCT bug depth (default 3).
+	// Strategy is "random" (each scheduling decision drawn through
+	// rapid), "pct" (priorities and change points drawn through rapid),
+	// "directed" (faults aimed at the phases the exploration has seen
+	// least struck) or "mix" (the default: the three in turn, by
+	// schedule); Depth is the PCT bug depth (default 3). See strategy.go.
 	Strategy string
 	Depth    int
 	// Runs and Time are the budgets: stop after Runs runs (default 100
@@ -57,6 +60,10 @@ type ExploreOptions struct {
 	// Dir is where the shrunk failure's scenario file is written
 	// (default: the system's temporary directory).
 	Dir string
+	// Corpus, if set, is a directory of runs kept from explorations
+	// before: they run first and the exploration starts from what they
+	// covered; the runs that reach something new are added (corpus.go).
+	Corpus string
 	// ShrinkTime bounds rapid's shrinking (default 5 s).
 	ShrinkTime time.Duration
 	// CheckTimeout bounds each porcupine check (default 2 s).
@@ -116,8 +123,11 @@ type ExploreResult struct {
 	// command that replays it.
 	File, Command string
 	// Coverage is what the runs reached (those up to the first failing
-	// one): on the simulator only.
+	// one, and the corpus's): on the simulator only.
 	Coverage *Coverage
+	// CorpusRuns are the corpus's runs run first; CorpusKept the runs
+	// added to it.
+	CorpusRuns, CorpusKept int
 }
 
 // exploreMu serializes explorations: rapid reads its settings from
@@ -173,15 +183,14 @@ func (o *ExploreOptions) fill() error {
 	if len(o.Faults) == 0 {
 		o.MaxFaults = 0
 	}
-	switch o.Strategy {
-	case "", "random":
-		o.Strategy = "random"
-	case "pct":
-		if o.Depth == 0 {
-			o.Depth = 3
-		}
-	default:
-		return fmt.Errorf("explore: unknown strategy %q (want random or pct)", o.Strategy)
+	if o.Strategy == "" {
+		o.Strategy = StrategyMix
+	}
+	if !slices.Contains(Strategies, o.Strategy) {
+		return fmt.Errorf("explore: unknown strategy %q (want %s)", o.Strategy, strings.Join(Strategies, ", "))
+	}
+	if o.Depth == 0 {
+		o.Depth = 3
 	}
 	if o.Runs == 0 && o.Time == 0 {
 		o.Runs = 100
@@ -197,6 +206,13 @@ func (o *ExploreOptions) fill() error {
 
 // drawScenario draws a workload and a fault schedule through t.
 func drawScenario(t *rapid.T, o *ExploreOptions) *Scenario {
+	sc := drawWorkload(t, o)
+	drawFaults(t, o, sc)
+	return sc
+}
+
+// drawWorkload draws the workload: clients, cycles, hold, seed, readers.
+func drawWorkload(t *rapid.T, o *ExploreOptions) *Scenario {
 	minClients, minCycles := min(2, o.Clients), 1
 	if o.exactShape {
 		minClients, minCycles = o.Clients, o.Cycles
@@ -218,6 +234,11 @@ func drawScenario(t *rapid.T, o *ExploreOptions) *Scenario {
 			}
 		}
 	}
+	return sc
+}
+
+// drawFaults draws the faults of a run at steps and times.
+func drawFaults(t *rapid.T, o *ExploreOptions, sc *Scenario) {
 	n := rapid.IntRange(0, o.MaxFaults).Draw(t, "faults")
 	restarted := false
 	for range n {
@@ -249,7 +270,6 @@ func drawScenario(t *rapid.T, o *ExploreOptions) *Scenario {
 	}
 	// Faults are kept in step order, as a file lists them.
 	sortFaults(sc.Faults)
-	return sc
 }
 
 func sortFaults(fs []sim.ScheduledFault) {
@@ -362,7 +382,28 @@ func Explore(o ExploreOptions) (*ExploreResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	corpusRuns := 0
+	if o.Corpus != "" {
+		entries, err := readCorpus(o.Corpus)
+		if err != nil {
+			return nil, err
+		}
+		cov, failed, file, err := runCorpus(&o, entries)
+		if err != nil {
+			return nil, err
+		}
+		corpusRuns = cov.Runs
+		if failed != nil {
+			// A run the corpus kept fails now: the recipe changed, or
+			// a check did. Its file is the replay.
+			return &ExploreResult{Found: failed, Failure: failed, File: file, Command: "zklab run " + file, Coverage: cov, CorpusRuns: corpusRuns}, nil
+		}
+		e.cov, e.snaps[0] = cov, cov.Clone()
+	}
 	res, err := e.search()
+	if res != nil {
+		res.CorpusRuns = corpusRuns
+	}
 	if err != nil || res.Found == nil {
 		return res, err
 	}

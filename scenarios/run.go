@@ -89,6 +89,10 @@ type RunOptions struct {
 	// phase of the client each fault struck, the events that matter.
 	// Simulator only.
 	Coverage bool
+	// phaseFaults are faults aimed at phases (fault-directed
+	// exploration): the run's scenario lists them at the steps they
+	// struck.
+	phaseFaults []phaseFault
 	// ZKLog, if set, hears what a run on a real server does as it goes
 	// (the faults it injects), one line at a time.
 	ZKLog func(line string)
@@ -228,7 +232,7 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) *r
 	r.rec = &sim.Record{Inner: inner, Choices: takeChoices()}
 	r.obs = newObserver(o.Trace, sc.Clients)
 	r.obs.report = o.Report
-	if o.Coverage {
+	if o.Coverage || len(o.phaseFaults) > 0 {
 		r.cov = newCoverageRecorder(sc.Clients)
 		r.obs.cov = r.cov
 	}
@@ -247,6 +251,9 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) *r
 		MaxTime:     365 * 24 * time.Hour,
 	})
 	r.obs.w = r.w
+	if len(o.phaseFaults) > 0 {
+		r.cov.aim(r.w, o.phaseFaults)
+	}
 	r.store = &store{fenced: sc.Store == StoreFenced}
 	r.done = make([]bool, sc.Clients+1)
 	return r
@@ -314,6 +321,10 @@ func (r *runner) run() *Result {
 	res := &Result{Steps: steps, Time: now}
 	out := r.sc.clone()
 	out.Schedule = trimSchedule(r.rec.Choices)
+	if r.cov != nil && len(r.cov.fired) > 0 {
+		out.Faults = append(out.Faults, r.cov.fired...)
+		sortFaults(out.Faults)
+	}
 	putChoices(r.rec.Choices)
 	r.rec.Choices = nil
 	res.Scenario = out
@@ -325,7 +336,7 @@ func (r *runner) run() *Result {
 	if r.opts.Report {
 		res.Report = r.report(steps)
 	}
-	if r.cov != nil {
+	if r.opts.Coverage {
 		res.Coverage = r.cov.cov
 	}
 	return res

@@ -57,6 +57,11 @@ type explorer struct {
 	shrunk   int // runs tried while shrinking
 	shrinkOn bool
 	cov      *Coverage // of the merged schedules
+	// snaps are the coverage of the first k schedules, k a multiple of
+	// seenEpoch; mergedCond signals when more are merged.
+	snaps      map[int]*Coverage
+	mergedCond *sync.Cond
+	kept       int // runs added to the corpus
 }
 
 // runRecord is what the totals keep of one schedule.
@@ -64,10 +69,12 @@ type runRecord struct {
 	steps  uint64
 	failed bool
 	cov    *Coverage
+	sc     *Scenario // for the corpus
 }
 
 func newExplorer(o *ExploreOptions) *explorer {
-	e := &explorer{o: o, limit: -1, failing: -1, pending: map[int]runRecord{}, workers: o.Parallel, cov: newCoverage()}
+	e := &explorer{o: o, limit: -1, failing: -1, pending: map[int]runRecord{}, workers: o.Parallel, cov: newCoverage(), snaps: map[int]*Coverage{0: newCoverage()}}
+	e.mergedCond = sync.NewCond(&e.mu)
 	if e.workers <= 0 {
 		e.workers = runtime.GOMAXPROCS(0)
 	}
@@ -127,6 +134,7 @@ func (e *explorer) finish(g int, r *Result, failed bool, err error) {
 		if e.err == nil {
 			e.err = err
 		}
+		e.mergedCond.Broadcast()
 		return
 	}
 	e.done++
@@ -137,16 +145,28 @@ func (e *explorer) finish(g int, r *Result, failed bool, err error) {
 		e.failing, e.found = g, r
 		e.limit = g + 1
 	}
-	e.pending[g] = runRecord{steps: r.Steps, failed: failed, cov: r.Coverage}
+	e.pending[g] = runRecord{steps: r.Steps, failed: failed, cov: r.Coverage, sc: r.Scenario}
 	for {
 		rec, ok := e.pending[e.merged]
 		if !ok || (e.failing >= 0 && e.merged > e.failing) {
 			break
 		}
 		delete(e.pending, e.merged)
+		if e.o.Corpus != "" && !rec.failed && e.err == nil {
+			if novel := e.cov.novelties(rec.cov); len(novel) > 0 {
+				if err := writeCorpus(e.o.Corpus, e.o, e.merged, rec.sc, novel); err != nil {
+					e.err = fmt.Errorf("explore: corpus: %w", err)
+				}
+				e.kept++
+			}
+		}
 		e.merged++
 		e.steps += rec.steps
 		e.cov.Add(rec.cov)
+		if e.merged%seenEpoch == 0 && e.o.Strategy != StrategyRandom && e.o.Strategy != StrategyPCT {
+			e.snaps[e.merged] = e.cov.Clone()
+		}
+		e.mergedCond.Broadcast()
 	}
 	e.progressLocked()
 }
@@ -171,7 +191,7 @@ func (e *explorer) search() (*ExploreResult, error) {
 		wg.Go(e.work)
 	}
 	wg.Wait()
-	res := &ExploreResult{Elapsed: time.Since(e.start), Runs: e.merged, Steps: e.steps, Found: e.found, Coverage: e.cov}
+	res := &ExploreResult{Elapsed: time.Since(e.start), Runs: e.merged, Steps: e.steps, Found: e.found, Coverage: e.cov, CorpusKept: e.kept}
 	if e.err != nil {
 		return res, e.err
 	}
@@ -249,18 +269,29 @@ func (e *explorer) runSchedule(t *rapid.T, g int) {
 				err = fmt.Errorf("explore: schedule %d (rapid seed %d): %v", g, e.seedOf(g), p)
 			}
 		}()
-		r, failed, err = e.runDrawn(t)
+		r, failed, err = e.runDrawn(t, g)
 	}()
 	e.finish(g, r, failed, err)
 }
 
-// runDrawn draws a schedule through t, runs it and says whether it
+// runDrawn draws schedule g through t, runs it and says whether it
 // failed a check.
-func (e *explorer) runDrawn(t *rapid.T) (*Result, bool, error) {
+func (e *explorer) runDrawn(t *rapid.T, g int) (*Result, bool, error) {
 	o := e.o
-	sc := drawScenario(t, o)
+	strategy := strategyOf(o.Strategy, g)
+	sc := drawWorkload(t, o)
+	var aimed []phaseFault
+	if strategy == StrategyDirected {
+		aimed = drawAimedFaults(t, o, sc, e.seen(g))
+	} else {
+		drawFaults(t, o, sc)
+	}
 	src := &RapidSource{T: t, Label: "sched"}
-	r, err := Run(sc, RunOptions{Recipe: o.New, Lock: o.Lock, Strategy: o.strategy(src), CheckTimeout: o.CheckTimeout, Coverage: true})
+	var sched sim.Strategy = WalkStrategy{Source: src}
+	if strategy == StrategyPCT {
+		sched = &PCT{Depth: o.Depth, Source: src}
+	}
+	r, err := Run(sc, RunOptions{Recipe: o.New, Lock: o.Lock, Strategy: sched, CheckTimeout: o.CheckTimeout, Coverage: true, phaseFaults: aimed})
 	src.Rethrow()
 	if err != nil {
 		return nil, false, err
@@ -268,12 +299,25 @@ func (e *explorer) runDrawn(t *rapid.T) (*Result, bool, error) {
 	return r, len(r.Verdict.Violations(o.Violations)) > 0, nil
 }
 
-// strategy makes the scheduling strategy of one run.
-func (o *ExploreOptions) strategy(src Source) sim.Strategy {
-	if o.Strategy == "pct" {
-		return &PCT{Depth: o.Depth, Source: src}
+// seenEpoch is how far behind the exploration the coverage a
+// fault-directed schedule aims by is: schedule g aims by the coverage of
+// the schedules before the start of the epoch before g's, whatever the
+// number of workers and the order they finish in.
+const seenEpoch = 64
+
+// seen is the coverage schedule g aims by: it waits until the schedules
+// it counts have run.
+func (e *explorer) seen(g int) *Coverage {
+	need := max(0, (g/seenEpoch-1)*seenEpoch)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for e.merged < need && e.err == nil {
+		e.mergedCond.Wait()
 	}
-	return WalkStrategy{Source: src}
+	if c, ok := e.snaps[need]; ok {
+		return c
+	}
+	return newCoverage() // an error ended the search
 }
 
 // shrink runs the failing schedule g alone in a rapid.Check of one test
@@ -293,7 +337,7 @@ func (e *explorer) shrink(runs int) (*Result, error) {
 	var last *Result
 	tb := &exploreTB{name: "zklab-explore-" + e.o.Recipe}
 	rapid.Check(tb, func(t *rapid.T) {
-		r, failed, err := e.runDrawn(t)
+		r, failed, err := e.runDrawn(t, g)
 		e.mu.Lock()
 		e.shrunk++
 		e.progressLocked()

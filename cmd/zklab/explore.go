@@ -19,10 +19,10 @@ func init() {
 		name:    "explore",
 		summary: "explore fault schedules of a recipe; shrink a violation into a scenario file",
 		usage: `Usage: zklab explore --recipe NAME [--clients N] [--cycles N] [--faults LIST]
-                     [--runs N | --time D] [--seed S] [--strategy random|pct] [--depth D]
+                     [--runs N | --time D] [--seed S] [--strategy S] [--depth D]
                      [--store fenced|unfenced] [--leases N] [--out DIR] [--shard K/N]
                      [--json] [--shrink-time D] [--session-timeout D] [--parallel N]
-                     [--zk HOST:PORT[,...]]
+                     [--corpus DIR] [--zk HOST:PORT[,...]]
 
 Runs the recipe's workload (acquire, read and write a protected store,
 release) under drawn fault schedules and scheduling decisions, and checks
@@ -35,6 +35,22 @@ at once on this one (default: every core), and for a given seed and
 N. With --time the schedules run are the first ones of that same
 sequence, as many as the time allows, and a violation is the first of
 them by index. On a terminal a progress line goes to stderr.
+
+Strategies: random walks the schedule and draws each fault's step or
+time; pct gives the clients' threads priorities with a few change points;
+directed aims each fault at a phase of a client's (creating its node,
+listing, waiting, holding, releasing, reconnecting...), those the
+exploration has struck least so far most often; mix (the default) takes
+the three in turn. The coverage report after the runs counts each fault
+kind by the phase it struck and the events lock recipes care about, and
+flags what was never reached.
+
+--corpus DIR keeps the runs that reached something new (a fault kind
+in a phase, an event) as scenario files in DIR, and the next exploration
+with that DIR runs them first and starts from what they covered: its
+report counts them, its directed schedules aim at what they missed, and
+a kept run that fails now is reported at once. A nightly job that keeps
+DIR builds on the last night's.
 
 Fault kinds: drop-request, drop-reply, disconnect, partition, pause,
 crash, expire, restart (default: all; "none" for none).
@@ -62,7 +78,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	runs := fs.Int("runs", 0, "stop after this many schedules (default 100 when --time is not set)")
 	budget := fs.Duration("time", 0, "stop after this much wall time")
 	seed := fs.Uint64("seed", 1, "exploration seed")
-	strategy := fs.String("strategy", "random", "scheduling strategy: random or pct")
+	strategy := fs.String("strategy", scenarios.StrategyMix, "exploration strategy: random, pct, directed (faults aimed at the phases least struck so far) or mix (the three in turn)")
 	depth := fs.Int("depth", 3, "PCT bug depth")
 	store := fs.String("store", "fenced", "the protected store: fenced or unfenced")
 	leases := fs.Int("leases", 0, "the semaphore's number of leases (semaphore only; default 1)")
@@ -71,6 +87,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout")
 	shrinkTime := fs.Duration("shrink-time", shrinkTimeDefault, "the most wall time shrinking a failure may take; a shrink cut short may differ between machines")
 	sessionTimeout := fs.Duration("session-timeout", 10*time.Second, "the session timeout every client asks for (a real server grants 4s to 40s by default)")
+	corpus := fs.String("corpus", "", "keep the runs that reach something new in this directory, and start from them")
 	parallel := fs.Int("parallel", 0, "schedules run at once (default: GOMAXPROCS)")
 	zkServers := fs.String("zk", "", "explore on a real ZooKeeper at HOST:PORT[,HOST:PORT...] instead of the simulator")
 	if err := parseFlags(fs, c, args, stdout); err != nil {
@@ -85,8 +102,8 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	if _, err := lookupRecipe(*recipe); err != nil {
 		return err
 	}
-	if *strategy != "random" && *strategy != "pct" {
-		return usagef("--strategy: %q is neither random nor pct", *strategy)
+	if !slices.Contains(scenarios.Strategies, *strategy) {
+		return usagef("--strategy: %q is not one of %s", *strategy, strings.Join(scenarios.Strategies, ", "))
 	}
 	if *store != "fenced" && *store != "unfenced" {
 		return usagef("--store: %q is neither fenced nor unfenced", *store)
@@ -122,7 +139,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		Recipe: *recipe, Clients: *clients, Cycles: *cycles, Faults: kinds,
 		Runs: *runs, Time: *budget, Strategy: *strategy, Depth: *depth,
 		Store: scenarios.StoreKind(*store), Dir: *out, ShrinkTime: *shrinkTime, Leases: *leases,
-		SessionTimeout: *sessionTimeout, Parallel: *parallel,
+		SessionTimeout: *sessionTimeout, Parallel: *parallel, Corpus: *corpus,
 		// Shard k of n explores seeds n*seed+k-1: the shards of one seed
 		// never repeat each other's schedules.
 		Seed: *seed*uint64(n) + uint64(k-1),
@@ -159,6 +176,9 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "explored %d schedules of %s (%s strategy, %s, seed %d, shard %d/%d): %d simulator steps\n",
 		res.Runs, *recipe, *strategy, faults, *seed, k, n, res.Steps)
+	if *corpus != "" {
+		fmt.Fprintf(stdout, "corpus %s: %d runs replayed first, %d new runs kept\n", *corpus, res.CorpusRuns, res.CorpusKept)
+	}
 	if res.Coverage != nil {
 		fmt.Fprint(stdout, res.Coverage.Text(coveredKinds(kinds)))
 	}
@@ -166,8 +186,12 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "no violation")
 		return nil
 	}
-	fmt.Fprintf(stdout, "violation found at schedule %d, shrunk to %d faults and %d scheduling decisions:\n\n%s\n",
-		res.Runs, len(res.Failure.Scenario.Faults), len(res.Failure.Scenario.Schedule), res.Failure.Verdict.String())
+	if res.Runs == 0 && res.CorpusRuns > 0 {
+		fmt.Fprintf(stdout, "a run the corpus kept fails now:\n\n%s\n", res.Failure.Verdict.String())
+	} else {
+		fmt.Fprintf(stdout, "violation found at schedule %d, shrunk to %d faults and %d scheduling decisions:\n\n%s\n",
+			res.Runs, len(res.Failure.Scenario.Faults), len(res.Failure.Scenario.Schedule), res.Failure.Verdict.String())
+	}
 	fmt.Fprintf(stdout, "scenario file: %s\nreplay it with:\n  zklab run %s\n", res.File, res.File)
 	v := res.Failure.Verdict.Violations(nil)
 	return violationError{fmt.Sprintf("%s: %s", v[0].Name, oneLineText(v[0].Detail))}
@@ -184,6 +208,9 @@ func printExploreJSON(w io.Writer, o scenarios.ExploreOptions, res *scenarios.Ex
 		delete(obj, "steps")
 		obj["backend"] = "zookeeper"
 		obj["events"] = res.Steps
+	}
+	if o.Corpus != "" {
+		obj["corpus"] = map[string]any{"dir": o.Corpus, "replayed": res.CorpusRuns, "kept": res.CorpusKept}
 	}
 	if res.Coverage != nil {
 		obj["coverage"] = map[string]any{
