@@ -235,7 +235,29 @@ type clientTrack struct {
 	kept       bool // the current session outlived a lost connection
 	crashed    bool
 	closed     bool
-	xidOp      map[int32]string // requests sent, by xid, until their reply
+	// sent are the client's last requests (xid and operation), a ring:
+	// a dropped reply names its request by xid. A client has few
+	// requests in flight; sentRing covers them.
+	sent    [sentRing]sentRequest
+	sentPos int
+}
+
+const sentRing = 16
+
+type sentRequest struct {
+	xid int32
+	op  string
+}
+
+// opOf is the operation of the request with xid, if the client sent it
+// lately.
+func (c *clientTrack) opOf(xid int32) string {
+	for _, s := range c.sent {
+		if s.xid == xid && s.op != "" {
+			return s.op
+		}
+	}
+	return ""
 }
 
 // herdKey names a watched change: a notification's type and path.
@@ -346,14 +368,8 @@ func (r *coverageRecorder) follow(e sim.Event) {
 	case "send":
 		if r.valid(e.Client) && e.Xid >= 0 && e.Op != "connect" {
 			c := &r.clients[e.Client]
-			if c.xidOp == nil {
-				c.xidOp = map[int32]string{}
-			}
-			c.xidOp[e.Xid] = e.Op
-		}
-	case "recv":
-		if r.valid(e.Client) && r.clients[e.Client].xidOp != nil {
-			delete(r.clients[e.Client].xidOp, e.Xid)
+			c.sent[c.sentPos] = sentRequest{e.Xid, e.Op}
+			c.sentPos = (c.sentPos + 1) % sentRing
 		}
 	case "session":
 		r.session(e)
@@ -372,9 +388,10 @@ func (r *coverageRecorder) follow(e sim.Event) {
 		}
 	case "apply":
 		// A change ends the herd of the notifications of the last one.
-		if e.Op == "create" || e.Op == "delete" || e.Op == "multi" || e.Op == "setData" {
+		if len(r.herd) > 0 && (e.Op == "create" || e.Op == "delete" || e.Op == "multi" || e.Op == "setData") {
+			dir := path.Dir(e.Path)
 			for k := range r.herd {
-				if e.Path == "" || k.path == e.Path || k.path == path.Dir(e.Path) {
+				if e.Path == "" || k.path == e.Path || k.path == dir {
 					delete(r.herd, k)
 				}
 			}
@@ -445,7 +462,7 @@ func (r *coverageRecorder) fault(e sim.Event) {
 	case strings.HasPrefix(e.Detail, "reply dropped"):
 		if r.valid(e.Client) {
 			r.cov.addFault(sim.FaultDropReply, r.phase(e.Client), 1)
-			switch r.clients[e.Client].xidOp[e.Xid] {
+			switch r.clients[e.Client].opOf(e.Xid) {
 			case "create":
 				r.cov.Events[EventLostCreateReply]++
 			case "delete":
