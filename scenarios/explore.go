@@ -87,8 +87,8 @@ type ExploreOptions struct {
 
 // ExploreProgress is where an exploration stands.
 type ExploreProgress struct {
-	// Phase is PhaseExploring, then PhaseShrinking once a schedule failed.
-	Phase string
+	// Stage is StageExploring, then StageShrinking once a schedule failed.
+	Stage string
 	// Runs are the schedules run so far (exploring) or up to the first
 	// failing one (shrinking); Budget the budget in runs, 0 for none.
 	Runs, Budget int
@@ -101,10 +101,10 @@ type ExploreProgress struct {
 	Workers int
 }
 
-// The phases of an exploration.
+// The stages of an exploration.
 const (
-	PhaseExploring = "exploring"
-	PhaseShrinking = "shrinking"
+	StageExploring = "exploring"
+	StageShrinking = "shrinking"
 )
 
 // ExploreResult is what an exploration found.

@@ -175,9 +175,9 @@ func (e *explorer) progressLocked() {
 	if e.o.Progress == nil {
 		return
 	}
-	p := ExploreProgress{Runs: e.done, Budget: e.o.Runs, Elapsed: time.Since(e.start), TimeBudget: e.o.Time, Workers: e.workers}
+	p := ExploreProgress{Stage: StageExploring, Runs: e.done, Budget: e.o.Runs, Elapsed: time.Since(e.start), TimeBudget: e.o.Time, Workers: e.workers}
 	if e.shrinkOn {
-		p.Phase, p.Runs, p.ShrinkRuns = PhaseShrinking, e.merged, e.shrunk
+		p.Stage, p.Runs, p.ShrinkRuns = StageShrinking, e.merged, e.shrunk
 	}
 	e.o.Progress(p)
 }

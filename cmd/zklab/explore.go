@@ -179,10 +179,12 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	if *corpus != "" {
 		fmt.Fprintf(stdout, "corpus %s: %d runs replayed first, %d new runs kept\n", *corpus, res.CorpusRuns, res.CorpusKept)
 	}
-	if res.Coverage != nil {
-		fmt.Fprint(stdout, res.Coverage.Text(coveredKinds(kinds)))
-	}
 	if res.Failure == nil {
+		// What "no violation" covered; a violation speaks for itself
+		// (--json has the coverage either way).
+		if res.Coverage != nil {
+			fmt.Fprint(stdout, res.Coverage.Text(coveredKinds(kinds)))
+		}
 		fmt.Fprintln(stdout, "no violation")
 		return nil
 	}
@@ -318,7 +320,7 @@ func printExploreZK(w io.Writer, o scenarios.ExploreOptions, seed uint64, k, n i
 // run, the rate, the budget left, and while shrinking the runs tried.
 func exploreProgressLine(p scenarios.ExploreProgress) string {
 	elapsed := p.Elapsed.Round(time.Second)
-	if p.Phase == scenarios.PhaseShrinking {
+	if p.Stage == scenarios.StageShrinking {
 		return fmt.Sprintf("violation at schedule %d; shrinking: %d runs tried, %v elapsed", p.Runs, p.ShrinkRuns, elapsed)
 	}
 	var left []string
