@@ -2,7 +2,7 @@ package scenarios
 
 import (
 	"fmt"
-	"path"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -260,8 +260,13 @@ func (c *clientTrack) opOf(xid int32) string {
 	return ""
 }
 
-// herdKey names a watched change: a notification's type and path.
-type herdKey struct{ op, path string }
+// herdGroup is the clients (a bit each: at most 64) notified of a
+// watched change, named by the notification's type and path, since the
+// change was last made.
+type herdGroup struct {
+	op, path string
+	woken    uint64
+}
 
 // coverageRecorder follows one simulated run: the phases of its clients
 // (from the workload, the calls the recipe makes and the trace) and the
@@ -271,7 +276,7 @@ type coverageRecorder struct {
 	clients []clientTrack // by client number
 	// herd is, per watched change, the clients notified since the change
 	// was last made: two or more make a herd wake-up.
-	herd map[herdKey][]int
+	herd []herdGroup
 	// sessions maps a session to its client.
 	sessions map[int64]int
 
@@ -284,7 +289,7 @@ type coverageRecorder struct {
 }
 
 func newCoverageRecorder(clients int) *coverageRecorder {
-	r := &coverageRecorder{cov: newCoverage(), clients: make([]clientTrack, clients+1), herd: map[herdKey][]int{}, sessions: map[int64]int{}}
+	r := &coverageRecorder{cov: newCoverage(), clients: make([]clientTrack, clients+1), sessions: map[int64]int{}}
 	r.cov.Runs = 1
 	for i := range r.clients {
 		r.clients[i].section = PhaseIdle
@@ -350,7 +355,7 @@ func (r *coverageRecorder) setOwn(i int, phase string) {
 func (r *coverageRecorder) valid(i int) bool { return i >= 1 && i < len(r.clients) }
 
 // event follows the trace.
-func (r *coverageRecorder) event(e sim.Event) {
+func (r *coverageRecorder) event(e *sim.Event) {
 	r.follow(e)
 	if e.Kind == "session" || e.Kind == "fault" {
 		if e.Client == 0 {
@@ -363,7 +368,7 @@ func (r *coverageRecorder) event(e sim.Event) {
 	}
 }
 
-func (r *coverageRecorder) follow(e sim.Event) {
+func (r *coverageRecorder) follow(e *sim.Event) {
 	switch e.Kind {
 	case "send":
 		if r.valid(e.Client) && e.Xid >= 0 && e.Op != "connect" {
@@ -389,12 +394,15 @@ func (r *coverageRecorder) follow(e sim.Event) {
 	case "apply":
 		// A change ends the herd of the notifications of the last one.
 		if len(r.herd) > 0 && (e.Op == "create" || e.Op == "delete" || e.Op == "multi" || e.Op == "setData") {
-			dir := path.Dir(e.Path)
-			for k := range r.herd {
-				if e.Path == "" || k.path == e.Path || k.path == dir {
-					delete(r.herd, k)
-				}
+			dir := e.Path
+			if i := strings.LastIndexByte(dir, '/'); i > 0 {
+				dir = dir[:i]
+			} else if i == 0 {
+				dir = "/"
 			}
+			r.herd = slices.DeleteFunc(r.herd, func(g herdGroup) bool {
+				return e.Path == "" || g.path == e.Path || g.path == dir
+			})
 		}
 	case "watch":
 		if !r.valid(e.Client) || e.Op == "EventNotWatching" {
@@ -403,12 +411,15 @@ func (r *coverageRecorder) follow(e sim.Event) {
 		if r.clients[e.Client].kept {
 			r.cov.Events[EventWatchAfterReconnect]++
 		}
-		k := herdKey{e.Op, e.Path}
-		woken := r.herd[k]
-		if !slices.Contains(woken, e.Client) {
-			woken = append(woken, e.Client)
-			r.herd[k] = woken
-			if len(woken) == 2 {
+		i := slices.IndexFunc(r.herd, func(g herdGroup) bool { return g.op == e.Op && g.path == e.Path })
+		if i < 0 {
+			r.herd = append(r.herd, herdGroup{op: e.Op, path: e.Path})
+			i = len(r.herd) - 1
+		}
+		bit := uint64(1) << (e.Client % 64)
+		if g := &r.herd[i]; g.woken&bit == 0 {
+			g.woken |= bit
+			if bits.OnesCount64(g.woken) == 2 {
 				r.cov.Events[EventHerdWakeUp]++
 			}
 		}
@@ -417,7 +428,7 @@ func (r *coverageRecorder) follow(e sim.Event) {
 	}
 }
 
-func (r *coverageRecorder) session(e sim.Event) {
+func (r *coverageRecorder) session(e *sim.Event) {
 	if !r.valid(e.Client) {
 		return
 	}
@@ -441,7 +452,7 @@ func (r *coverageRecorder) session(e sim.Event) {
 	}
 }
 
-func (r *coverageRecorder) fault(e sim.Event) {
+func (r *coverageRecorder) fault(e *sim.Event) {
 	kind, rest, _ := strings.Cut(e.Detail, " ")
 	if !strings.HasPrefix(rest, "c") && !strings.HasPrefix(rest, "for=") {
 		// The end of a partition or a pause, a server up again, an

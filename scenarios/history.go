@@ -202,7 +202,7 @@ func (o *observer) crashed(client int) bool {
 // Event implements sim.TraceSink.
 func (o *observer) Event(e sim.Event) {
 	if o.cov != nil {
-		o.cov.event(e)
+		o.cov.event(&e)
 	}
 	if o.report {
 		o.events = append(o.events, e)
