@@ -33,8 +33,12 @@ the seed space, for a batch of machines; --parallel N runs N schedules
 at once on this one (default: every core), and for a given seed and
 --runs the schedules, the violation and the shrunk file do not depend on
 N. With --time the schedules run are the first ones of that same
-sequence, as many as the time allows, and a violation is the first of
-them by index. On a terminal a progress line goes to stderr.
+sequence, as many as the time allows: how many differs from run to run
+and with N, but a violation reported is always the first failing
+schedule of the sequence (every schedule before it ran), so when two
+explorations both reach it they report the same one and shrink it to the
+same file (unless --shrink-time cuts a shrink short). On a terminal a
+progress line on stderr shows the budget left, then the shrinking.
 
 Strategies: random walks the schedule and draws each fault's step or
 time; pct gives the clients' threads priorities with a few change points;
