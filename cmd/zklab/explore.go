@@ -32,8 +32,9 @@ the same schedules. --shard K/N explores the K-th of N disjoint parts of
 the seed space, for a batch of machines; --parallel N runs N schedules
 at once on this one (default: every core), and for a given seed and
 --runs the schedules, the violation and the shrunk file do not depend on
-N. With --time the schedules run are the first ones of that same
-sequence, as many as the time allows: how many differs from run to run
+N. With --time (alone or with --runs) the seed fixes another sequence,
+drawn in chunks of 50, and the schedules run are its first ones, as many
+as the time allows: how many differs from run to run
 and with N, but a violation reported is always the first failing
 schedule of the sequence (every schedule before it ran), so when two
 explorations both reach it they report the same one and shrink it to the
