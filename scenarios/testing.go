@@ -22,7 +22,7 @@ type TB interface {
 
 // Options tune Test. The zero value explores 100 runs of up to 5 clients
 // and 3 cycles each, with up to 3 faults of every kind, a fenced store,
-// and a random walk.
+// the mix of strategies, on every core.
 type Options struct {
 	// Clients and Cycles bound the workload (defaults 5 and 3).
 	Clients, Cycles int
@@ -33,7 +33,8 @@ type Options struct {
 	// Runs and Time are the budget (default 100 runs).
 	Runs int
 	Time time.Duration
-	// Strategy is "random" or "pct"; Depth is PCT's bug depth.
+	// Strategy is "random", "pct", "directed" or "mix" (the default);
+	// Depth is PCT's bug depth.
 	Strategy string
 	Depth    int
 	// Seed makes the exploration repeatable.
