@@ -112,22 +112,34 @@ type Source interface {
 type RapidSource struct {
 	T       *rapid.T
 	Label   string
-	gens    map[int]*rapid.Generator[int] // by n; looked up, never ranged over
+	gens    [sourceSmallN]*rapid.Generator[int] // by n, for small n
+	bigGens map[int]*rapid.Generator[int]       // by n; looked up, never ranged over
 	failure any
 }
+
+// sourceSmallN bounds the choices a RapidSource keeps its generators for
+// in an array: the enabled steps of a decision are fewer.
+const sourceSmallN = 32
 
 // Draw draws an index below n.
 func (s *RapidSource) Draw(n int) int {
 	if s.failure != nil || n <= 1 {
 		return 0
 	}
-	if s.gens == nil {
-		s.gens = map[int]*rapid.Generator[int]{}
-	}
-	g, ok := s.gens[n]
-	if !ok {
-		g = rapid.IntRange(0, n-1)
-		s.gens[n] = g
+	var g *rapid.Generator[int]
+	if n < sourceSmallN {
+		if g = s.gens[n]; g == nil {
+			g = rapid.IntRange(0, n-1)
+			s.gens[n] = g
+		}
+	} else {
+		if s.bigGens == nil {
+			s.bigGens = map[int]*rapid.Generator[int]{}
+		}
+		if g = s.bigGens[n]; g == nil {
+			g = rapid.IntRange(0, n-1)
+			s.bigGens[n] = g
+		}
 	}
 	var v int
 	func() {
