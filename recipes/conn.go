@@ -69,3 +69,23 @@ type Session struct {
 
 // Connected reports whether the client is connected with a live session.
 func (s Session) Connected() bool { return s.State == zk.StateHasSession }
+
+// A PhaseRecorder is a Conn that hears which phase of its protocol a
+// recipe is in: zklab's exploration counts the faults that strike each
+// phase (scenarios.Coverage), and a recipe names phases of its own this
+// way. A real backend records nothing.
+type PhaseRecorder interface {
+	// EnterPhase says the recipe entered the phase named; "" says it left
+	// its own phases, back to the ones the call in progress implies
+	// (creating, listing, waiting...). A phase of the recipe's ends when
+	// Acquire or Release returns.
+	EnterPhase(name string)
+}
+
+// EnterPhase tells c, if it records phases, that the recipe entered the
+// phase named (see PhaseRecorder).
+func EnterPhase(c Conn, name string) {
+	if r, ok := c.(PhaseRecorder); ok {
+		r.EnterPhase(name)
+	}
+}

@@ -35,7 +35,7 @@ func BenchmarkRun5x10(b *testing.B) {
 func BenchmarkExplore5x10(b *testing.B) {
 	runs, steps := 0, uint64(0)
 	for i := range b.N {
-		res, err := Explore(ExploreOptions{Recipe: "fair-lock", Runs: 100, Seed: uint64(i), exactShape: true, Clients: 5, Cycles: 10})
+		res, err := Explore(ExploreOptions{Recipe: "fair-lock", Strategy: StrategyRandom, Runs: 100, Seed: uint64(i), exactShape: true, Clients: 5, Cycles: 10})
 		if err != nil {
 			b.Fatal(err)
 		}

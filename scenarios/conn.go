@@ -42,6 +42,7 @@ func (c *observedConn) begin() int64 {
 // trace.
 func (c *observedConn) enter(op, p string) int64 {
 	n := c.begin()
+	c.r.cov.setOp(c.client, op)
 	if c.r.real != nil {
 		c.r.real.event(sim.Event{Kind: "send", Client: c.client, Op: op, Path: p})
 	}
@@ -53,6 +54,7 @@ func (c *observedConn) enter(op, p string) int64 {
 // the task sees the result: a fault that strikes while a request is in
 // flight acts on the next one.
 func (c *observedConn) leave(op, p string, err error, n int64) {
+	c.r.cov.setOp(c.client, "")
 	if c.r.real != nil {
 		e := sim.Event{Kind: "recv", Client: c.client, Op: op, Path: p}
 		if err != nil {
@@ -243,7 +245,9 @@ func (c *observedConn) Sync(ctx context.Context, p string) (string, error) {
 // go).
 func (c *observedConn) WaitSession(ctx context.Context, seen recipes.Session) (recipes.Session, error) {
 	c.settle()
+	c.r.cov.setOp(c.client, "session")
 	s, err := c.Conn.WaitSession(ctx, seen)
+	c.r.cov.setOp(c.client, "")
 	c.settle()
 	return s, err
 }
@@ -255,7 +259,9 @@ func (c *observedConn) Wait(ctx context.Context, watches ...<-chan zk.Event) (zk
 	if c.r.real != nil {
 		c.r.real.settled(c.client)
 	}
+	c.r.cov.setOp(c.client, "wait")
 	ev, err := c.Conn.Wait(ctx, watches...)
+	c.r.cov.setOp(c.client, "")
 	if c.r.real != nil && err == nil && ev.Type != zk.EventNotWatching && ev.Type != zk.EventSession && ev.Type != 0 {
 		c.r.mu.Lock()
 		c.r.obs.notifications++
@@ -265,6 +271,10 @@ func (c *observedConn) Wait(ctx context.Context, watches ...<-chan zk.Event) (zk
 	c.settle()
 	return ev, err
 }
+
+// EnterPhase notes the recipe's own phase for coverage
+// (recipes.EnterPhase).
+func (c *observedConn) EnterPhase(name string) { c.r.cov.setOwn(c.client, name) }
 
 func (c *observedConn) Sleep(ctx context.Context, d time.Duration) error {
 	c.beginWait()

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -40,9 +40,11 @@ type ExploreOptions struct {
 	// empty non-nil slice: none); MaxFaults bounds how many (default 3).
 	Faults    []sim.FaultKind
 	MaxFaults int
-	// Strategy is "random" (each scheduling decision drawn through rapid,
-	// the default) or "pct" (priorities and change points drawn through
-	// rapid), with Depth the PCT bug depth (default 3).
+	// Strategy is "random" (each scheduling decision drawn through
+	// rapid), "pct" (priorities and change points drawn through rapid),
+	// "directed" (faults aimed at the phases the exploration has seen
+	// least struck) or "mix" (the default: the three in turn, by
+	// schedule); Depth is the PCT bug depth (default 3). See strategy.go.
 	Strategy string
 	Depth    int
 	// Runs and Time are the budgets: stop after Runs runs (default 100
@@ -58,13 +60,21 @@ type ExploreOptions struct {
 	// Dir is where the shrunk failure's scenario file is written
 	// (default: the system's temporary directory).
 	Dir string
+	// Corpus, if set, is a directory of runs kept from explorations
+	// before: they run first and the exploration starts from what they
+	// covered; the runs that reach something new are added (corpus.go).
+	Corpus string
 	// ShrinkTime bounds rapid's shrinking (default 5 s).
 	ShrinkTime time.Duration
 	// CheckTimeout bounds each porcupine check (default 2 s).
 	CheckTimeout time.Duration
-	// Progress, if set, is called after every run with the runs so far
-	// and the wall time since the search began (a CLI's progress line).
-	Progress func(runs int, elapsed time.Duration)
+	// Parallel is the number of schedules run at once (default
+	// GOMAXPROCS). The schedules explored, the violation reported and
+	// the shrunk file do not depend on it (see search.go).
+	Parallel int
+	// Progress, if set, is called after every run (a CLI's progress
+	// line), never by two goroutines at once.
+	Progress func(ExploreProgress)
 
 	// ZK, when set, explores on the real ZooKeeper at these servers
 	// (HOST:PORT) instead of the simulator: see exploreOnZK.
@@ -75,10 +85,32 @@ type ExploreOptions struct {
 	exactShape bool
 }
 
+// ExploreProgress is where an exploration stands.
+type ExploreProgress struct {
+	// Stage is StageExploring, then StageShrinking once a schedule failed.
+	Stage string
+	// Runs are the schedules run so far (exploring) or up to the first
+	// failing one (shrinking); Budget the budget in runs, 0 for none.
+	Runs, Budget int
+	// Elapsed is the wall time since the search began; TimeBudget the
+	// budget in time, 0 for none.
+	Elapsed, TimeBudget time.Duration
+	// ShrinkRuns are the runs tried while shrinking.
+	ShrinkRuns int
+	// Workers is the number of schedules run at once.
+	Workers int
+}
+
+// The stages of an exploration.
+const (
+	StageExploring = "exploring"
+	StageShrinking = "shrinking"
+)
+
 // ExploreResult is what an exploration found.
 type ExploreResult struct {
-	// Runs is the number of runs before the first failure (all of them
-	// when none failed); Steps their simulator steps.
+	// Runs is the number of runs up to and including the first failing
+	// one (all of them when none failed); Steps their simulator steps.
 	Runs  int
 	Steps uint64
 	// Elapsed is the wall time of the search; ToFailure the wall time to
@@ -90,6 +122,12 @@ type ExploreResult struct {
 	// File is the scenario file written for Failure, and Command the
 	// command that replays it.
 	File, Command string
+	// Coverage is what the runs reached (those up to the first failing
+	// one, and the corpus's): on the simulator only.
+	Coverage *Coverage
+	// CorpusRuns are the corpus's runs run first; CorpusKept the runs
+	// added to it.
+	CorpusRuns, CorpusKept int
 }
 
 // exploreMu serializes explorations: rapid reads its settings from
@@ -145,15 +183,14 @@ func (o *ExploreOptions) fill() error {
 	if len(o.Faults) == 0 {
 		o.MaxFaults = 0
 	}
-	switch o.Strategy {
-	case "", "random":
-		o.Strategy = "random"
-	case "pct":
-		if o.Depth == 0 {
-			o.Depth = 3
-		}
-	default:
-		return fmt.Errorf("explore: unknown strategy %q (want random or pct)", o.Strategy)
+	if o.Strategy == "" {
+		o.Strategy = StrategyMix
+	}
+	if !slices.Contains(Strategies, o.Strategy) {
+		return fmt.Errorf("explore: unknown strategy %q (want %s)", o.Strategy, strings.Join(Strategies, ", "))
+	}
+	if o.Depth == 0 {
+		o.Depth = 3
 	}
 	if o.Runs == 0 && o.Time == 0 {
 		o.Runs = 100
@@ -169,6 +206,13 @@ func (o *ExploreOptions) fill() error {
 
 // drawScenario draws a workload and a fault schedule through t.
 func drawScenario(t *rapid.T, o *ExploreOptions) *Scenario {
+	sc := drawWorkload(t, o)
+	drawFaults(t, o, sc)
+	return sc
+}
+
+// drawWorkload draws the workload: clients, cycles, hold, seed, readers.
+func drawWorkload(t *rapid.T, o *ExploreOptions) *Scenario {
 	minClients, minCycles := min(2, o.Clients), 1
 	if o.exactShape {
 		minClients, minCycles = o.Clients, o.Cycles
@@ -190,6 +234,11 @@ func drawScenario(t *rapid.T, o *ExploreOptions) *Scenario {
 			}
 		}
 	}
+	return sc
+}
+
+// drawFaults draws the faults of a run at steps and times.
+func drawFaults(t *rapid.T, o *ExploreOptions, sc *Scenario) {
 	n := rapid.IntRange(0, o.MaxFaults).Draw(t, "faults")
 	restarted := false
 	for range n {
@@ -221,7 +270,6 @@ func drawScenario(t *rapid.T, o *ExploreOptions) *Scenario {
 	}
 	// Faults are kept in step order, as a file lists them.
 	sortFaults(sc.Faults)
-	return sc
 }
 
 func sortFaults(fs []sim.ScheduledFault) {
@@ -317,81 +365,54 @@ func Explore(o ExploreOptions) (*ExploreResult, error) {
 		_ = flag.CommandLine.Parse(nil)
 	}
 
-	res := &ExploreResult{}
-	start := time.Now()
-	var last *Result // the last failing run rapid saw: the shrunk one, in the end
-	failing := false
-	prop := func(t *rapid.T) {
-		sc := drawScenario(t, &o)
-		src := &RapidSource{T: t, Label: "sched"}
-		var strategy sim.Strategy = WalkStrategy{Source: src}
-		if o.Strategy == "pct" {
-			strategy = &PCT{Depth: o.Depth, Source: src}
-		}
-		r, err := Run(sc, RunOptions{Recipe: o.New, Lock: o.Lock, Strategy: strategy, CheckTimeout: o.CheckTimeout})
-		src.Rethrow()
-		if err != nil {
-			t.Fatalf("%v", err)
-		}
-		if !failing {
-			res.Runs++
-			res.Steps += r.Steps
-			if o.Progress != nil {
-				o.Progress(res.Runs, time.Since(start))
-			}
-		}
-		if v := r.Verdict.Violations(o.Violations); len(v) > 0 {
-			if !failing {
-				failing = true
-				res.ToFailure = time.Since(start)
-				res.Found = r
-			}
-			last = r
-			t.Fatalf("%s: %s", v[0].Name, v[0].Detail)
-		}
+	e := newExplorer(&o)
+	restore, err := setRapidFlags(map[string]string{
+		"rapid.seed":       "1",
+		"rapid.checks":     "1",
+		"rapid.nofailfile": "true",
+		"rapid.shrinktime": o.ShrinkTime.String(),
+		"rapid.v":          "false",
+		"rapid.log":        "false",
+		"rapid.debug":      "false",
+		// rapid runs a fifth of its checks under -short: the budget is
+		// the budget.
+		"test.short": "false",
+	})
+	defer restore()
+	if err != nil {
+		return nil, err
 	}
-	for chunk := 0; ; chunk++ {
-		checks := exploreChunk
-		if o.Runs > 0 {
-			left := o.Runs - res.Runs
-			if left <= 0 {
-				break
-			}
-			if o.Time == 0 {
-				checks = left
-			} else {
-				checks = min(checks, left)
-			}
-		}
-		if o.Time > 0 && time.Since(start) >= o.Time {
-			break
-		}
-		restore, err := setRapidFlags(map[string]string{
-			"rapid.checks":     strconv.Itoa(rapidChecks(checks)),
-			"rapid.seed":       strconv.FormatUint(o.Seed*1_000_003+uint64(chunk)*100_003+1, 10),
-			"rapid.nofailfile": "true",
-			"rapid.shrinktime": o.ShrinkTime.String(),
-			"rapid.v":          "false",
-			"rapid.log":        "false",
-		})
+	corpusRuns := 0
+	if o.Corpus != "" {
+		entries, err := readCorpus(o.Corpus)
 		if err != nil {
-			restore()
 			return nil, err
 		}
-		tb := &exploreTB{name: "zklab-explore-" + o.Recipe}
-		runsBefore := res.Runs
-		rapid.Check(tb, prop)
-		restore()
-		if failing || res.Runs == runsBefore {
-			break // a failure, or a chunk that ran nothing: never loop on
+		cov, failed, file, err := runCorpus(&o, entries)
+		if err != nil {
+			return nil, err
 		}
+		corpusRuns = cov.Runs
+		if failed != nil {
+			// A run the corpus kept fails now: the recipe changed, or
+			// a check did. Its file is the replay.
+			return &ExploreResult{Found: failed, Failure: failed, File: file, Command: "zklab run " + file, Coverage: cov, CorpusRuns: corpusRuns}, nil
+		}
+		e.cov, e.snaps[0] = cov, cov.Clone()
 	}
-	res.Elapsed = time.Since(start)
-	if !failing {
-		return res, nil
+	res, err := e.search()
+	if res != nil {
+		res.CorpusRuns = corpusRuns
+	}
+	if err != nil || res.Found == nil {
+		return res, err
+	}
+	last, err := e.shrink(res.Runs)
+	if err != nil {
+		return res, err
 	}
 	res.Failure = shrinkFailure(&o, res.Found, last)
-	file, err := writeFailure(&o, last)
+	file, err := writeFailure(&o, res.Failure)
 	if err != nil {
 		return res, err
 	}

@@ -103,7 +103,7 @@ func exploreOnZK(o ExploreOptions) (*ExploreResult, error) {
 		res.Runs++
 		res.Steps += r.Steps
 		if o.Progress != nil {
-			o.Progress(res.Runs, time.Since(start))
+			o.Progress(ExploreProgress{Stage: StageExploring, Runs: res.Runs, Budget: o.Runs, Elapsed: time.Since(start), TimeBudget: o.Time, Workers: 1})
 		}
 	}
 	if res.Found == nil {

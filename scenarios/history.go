@@ -165,7 +165,8 @@ func (h *history) text() string {
 // closes, watch notifications, faults), and the text trace if asked.
 type observer struct {
 	w      *sim.World
-	hist   *history // the faults and expiries go to its marks
+	hist   *history          // the faults and expiries go to its marks
+	cov    *coverageRecorder // nil unless the run records coverage
 	keep   bool
 	report bool        // keep the events themselves, for a report
 	events []sim.Event // when report is set
@@ -244,6 +245,9 @@ func (o *observer) crashed(client int) bool {
 // Event implements sim.TraceSink.
 func (o *observer) Event(e sim.Event) {
 	o.tree.event(e)
+	if o.cov != nil {
+		o.cov.event(&e)
+	}
 	if o.report {
 		o.events = append(o.events, e)
 	}

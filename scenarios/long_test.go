@@ -84,3 +84,58 @@ func TestLong(t *testing.T) {
 func parseIntInto(s string, out *int) (int, error) {
 	return *out, parseInt(s, 1, 100_000_000, out)
 }
+
+// TestFirstViolationByStrategy is outside make test (ZKLAB_LONG=1): for
+// every flawed variant and the unfenced store, and every strategy, the
+// schedules and the wall time to the first violation over
+// ZKLAB_LONG_SEEDS seeds (default 5), each exploration on one worker so
+// that the strategies are compared on equal terms.
+func TestFirstViolationByStrategy(t *testing.T) {
+	if os.Getenv("ZKLAB_LONG") == "" {
+		t.Skip("set ZKLAB_LONG=1")
+	}
+	seeds := 5
+	if v := os.Getenv("ZKLAB_LONG_SEEDS"); v != "" {
+		if _, err := parseIntInto(v, &seeds); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type target struct {
+		recipe string
+		store  StoreKind
+	}
+	var targets []target
+	for _, r := range recipes.Recipes() {
+		if r.Flawed() {
+			targets = append(targets, target{r.Name, StoreFenced})
+		}
+	}
+	targets = append(targets, target{"fair-lock", StoreUnfenced})
+	for _, tg := range targets {
+		for _, strategy := range Strategies {
+			var runs []int
+			var times []time.Duration
+			missed := 0
+			for seed := uint64(1); seed <= uint64(seeds); seed++ {
+				res, err := Explore(ExploreOptions{Recipe: tg.recipe, Store: tg.store, Strategy: strategy, Time: 30 * time.Second, Seed: seed, Parallel: 1, Dir: t.TempDir(), ShrinkTime: time.Millisecond})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Found == nil {
+					missed++
+					continue
+				}
+				runs = append(runs, res.Runs)
+				times = append(times, res.ToFailure)
+			}
+			slices.Sort(runs)
+			slices.Sort(times)
+			if len(runs) == 0 {
+				t.Logf("%-17s %-8s %-8s found 0/%d in 30 s", tg.recipe, tg.store, strategy, seeds)
+				continue
+			}
+			t.Logf("%-17s %-8s %-8s found %d/%d: schedules to the first violation median %d (max %d), wall median %v (max %v)",
+				tg.recipe, tg.store, strategy, len(runs), seeds, runs[len(runs)/2], runs[len(runs)-1], times[len(times)/2].Round(time.Millisecond), times[len(times)-1].Round(time.Millisecond))
+		}
+	}
+}

@@ -90,6 +90,14 @@ type RunOptions struct {
 	// servers (HOST:PORT) instead of the simulator; see runOnZK for what
 	// carries over and what cannot.
 	ZK []string
+	// Coverage records what the run reached (Result.Coverage): the
+	// phase of the client each fault struck, the events that matter.
+	// Simulator only.
+	Coverage bool
+	// phaseFaults are faults aimed at phases (fault-directed
+	// exploration): the run's scenario lists them at the steps they
+	// struck.
+	phaseFaults []phaseFault
 	// ZKLog, if set, hears what a run on a real server does as it goes
 	// (the faults it injects), one line at a time.
 	ZKLog func(line string)
@@ -106,6 +114,8 @@ type Result struct {
 	Time  time.Duration
 	// Report holds what a report draws (RunOptions.Report).
 	Report *Report
+	// Coverage is what the run reached (RunOptions.Coverage).
+	Coverage *Coverage
 	// Notes say how a run on a real server went: when each fault was
 	// injected, and which were not.
 	Notes []string
@@ -218,6 +228,7 @@ type runner struct {
 	runErr  error
 	probe   []probeNode
 	probed  bool
+	cov     *coverageRecorder // nil unless RunOptions.Coverage
 }
 
 func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) *runner {
@@ -229,6 +240,10 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) *r
 	r.rec = &sim.Record{Inner: inner, Choices: takeChoices()}
 	r.obs = newObserver(o.Trace, sc.Clients)
 	r.obs.report = o.Report
+	if o.Coverage || len(o.phaseFaults) > 0 {
+		r.cov = newCoverageRecorder(sc.Clients)
+		r.obs.cov = r.cov
+	}
 	maxSteps := o.MaxSteps
 	if maxSteps == 0 {
 		maxSteps = MaxSteps
@@ -246,6 +261,9 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) *r
 	r.obs.w = r.w
 	r.obs.hist = &r.hist
 	r.obs.tree.server = r.w.Server()
+	if len(o.phaseFaults) > 0 {
+		r.cov.aim(r.w, o.phaseFaults)
+	}
 	r.store = &store{fenced: sc.Store == StoreFenced}
 	r.done = make([]bool, sc.Clients+1)
 	return r
@@ -337,6 +355,10 @@ func (r *runner) run() *Result {
 	res := &Result{Steps: steps, Time: now}
 	out := r.sc.clone()
 	out.Schedule = trimSchedule(r.rec.Choices)
+	if r.cov != nil && len(r.cov.fired) > 0 {
+		out.Faults = append(out.Faults, r.cov.fired...)
+		sortFaults(out.Faults)
+	}
 	putChoices(r.rec.Choices)
 	r.rec.Choices = nil
 	res.Scenario = out
@@ -348,6 +370,9 @@ func (r *runner) run() *Result {
 	}
 	if r.opts.Report {
 		res.Report = r.report(steps)
+	}
+	if r.opts.Coverage {
+		res.Coverage = r.cov.cov
 	}
 	return res
 }
@@ -406,7 +431,9 @@ func (r *runner) workload(i int, conn *observedConn, lock Lock) func(ctx context
 			r.mu.Lock()
 			l := r.hist.add(lockRec{client: i, shared: shared, acquireCall: r.step(), acquireCallTime: r.now()})
 			r.mu.Unlock()
+			r.cov.setSection(i, PhaseAcquiring)
 			lease, err := lock.Acquire(ctx)
+			r.cov.setSection(i, PhaseIdle)
 			if err == nil && lease == nil {
 				err = errors.New("scenarios: Acquire returned neither a lease nor an error")
 			}
@@ -426,11 +453,14 @@ func (r *runner) workload(i int, conn *observedConn, lock Lock) func(ctx context
 				}
 				continue
 			}
+			r.cov.setSection(i, PhaseHolding)
 			r.critical(ctx, i, conn, l)
 			r.mu.Lock()
 			l.releaseCall, l.releaseCallTime, l.releaseCalled = r.step(), r.now(), true
 			r.mu.Unlock()
+			r.cov.setSection(i, PhaseReleasing)
 			err = lease.Release(ctx)
+			r.cov.setSection(i, PhaseIdle)
 			r.mu.Lock()
 			l.releaseErr = err
 			l.releaseReturn, l.releaseReturned = r.step(), true

@@ -1,9 +1,102 @@
 package scenarios
 
 import (
+	"slices"
+
 	"github.com/zklab/zklab/sim"
 	"pgregory.net/rapid"
 )
+
+// The strategies of an exploration. Random walks the schedule, drawing
+// every decision and the faults' steps and times; PCT gives threads
+// priorities with a few change points; directed aims each fault at a
+// phase of a client's (creating its node, holding, ...), those the
+// exploration has seen least struck by that kind most often, and walks
+// the schedule at random. Mix, the default, takes turns: schedule g uses
+// mixOrder[g mod 3].
+const (
+	StrategyRandom   = "random"
+	StrategyPCT      = "pct"
+	StrategyDirected = "directed"
+	StrategyMix      = "mix"
+)
+
+// Strategies lists them.
+var Strategies = []string{StrategyRandom, StrategyPCT, StrategyDirected, StrategyMix}
+
+var mixOrder = []string{StrategyRandom, StrategyPCT, StrategyDirected}
+
+// strategyOf is the strategy of schedule g of an exploration with
+// strategy s.
+func strategyOf(s string, g int) string {
+	if s == StrategyMix {
+		return mixOrder[g%len(mixOrder)]
+	}
+	return s
+}
+
+// aimWeightMax is the weight of the phases a kind struck least; one
+// struck n times as often weighs about 1/n of it.
+const aimWeightMax = 8
+
+// aimPhases are the phases a fault of kind k may be aimed at.
+func aimPhases(seen *Coverage, k sim.FaultKind) []string {
+	phases := append(slices.Clone(CoveredPhases), PhaseAcquiring, PhaseIdle)
+	for _, p := range seen.phasesOf() {
+		if !slices.Contains(Phases, p) {
+			phases = append(phases, p)
+		}
+	}
+	return slices.DeleteFunc(phases, func(p string) bool { return unreachable(k, p) })
+}
+
+// drawAimedFaults draws the faults of a fault-directed run through t:
+// each a kind, a client, and a phase of that client's it strikes the
+// Nth time the client enters it. Phases are drawn with weights that
+// favour those seen (the coverage of the exploration so far) least
+// struck by the kind.
+func drawAimedFaults(t *rapid.T, o *ExploreOptions, sc *Scenario, seen *Coverage) []phaseFault {
+	if o.MaxFaults == 0 {
+		return nil
+	}
+	n := rapid.IntRange(1, o.MaxFaults).Draw(t, "faults")
+	restarted := false
+	var out []phaseFault
+	for range n {
+		var f phaseFault
+		f.Kind = rapid.SampledFrom(o.Faults).Draw(t, "fault_kind")
+		if f.Kind == sim.FaultRestart && restarted {
+			f.Kind = sim.FaultDisconnect // one restart a run, as drawFaults says
+		}
+		restarted = restarted || f.Kind == sim.FaultRestart
+		f.Client = rapid.IntRange(1, sc.Clients).Draw(t, "fault_client")
+		switch f.Kind {
+		case sim.FaultDisconnect, sim.FaultPartition, sim.FaultPause, sim.FaultRestart:
+			f.Duration = rapid.SampledFrom(faultDurations).Draw(t, "fault_for")
+		}
+		// Each phase weighs from 1 to aimWeightMax, in inverse proportion
+		// to the faults of the kind that struck it, least struck first:
+		// rapid draws small numbers from a small range about as often as
+		// large ones, and shrinks towards them.
+		phases := aimPhases(seen, f.Kind)
+		struck := func(p string) int { return seen.Faults[f.Kind][p] }
+		slices.SortStableFunc(phases, func(a, b string) int { return struck(a) - struck(b) })
+		var slots []string
+		for _, p := range phases {
+			w := aimWeightMax * (1 + struck(phases[0])) / (1 + struck(p))
+			for range max(1, w) {
+				slots = append(slots, p)
+			}
+		}
+		f.Phase = slots[rapid.IntRange(0, len(slots)-1).Draw(t, "fault_phase")]
+		f.Nth = 1
+		if f.Phase != PhaseConnecting {
+			f.Nth = rapid.IntRange(1, sc.Cycles).Draw(t, "fault_nth")
+		}
+		out = append(out, f)
+	}
+	return out
+}
 
 // A Source draws the random choices of a strategy: n > 0 choices, one
 // returned. Draw every choice of an exploration through one (RapidSource)
@@ -19,22 +112,34 @@ type Source interface {
 type RapidSource struct {
 	T       *rapid.T
 	Label   string
-	gens    map[int]*rapid.Generator[int] // by n; looked up, never ranged over
+	gens    [sourceSmallN]*rapid.Generator[int] // by n, for small n
+	bigGens map[int]*rapid.Generator[int]       // by n; looked up, never ranged over
 	failure any
 }
+
+// sourceSmallN bounds the choices a RapidSource keeps its generators for
+// in an array: the enabled steps of a decision are fewer.
+const sourceSmallN = 32
 
 // Draw draws an index below n.
 func (s *RapidSource) Draw(n int) int {
 	if s.failure != nil || n <= 1 {
 		return 0
 	}
-	if s.gens == nil {
-		s.gens = map[int]*rapid.Generator[int]{}
-	}
-	g, ok := s.gens[n]
-	if !ok {
-		g = rapid.IntRange(0, n-1)
-		s.gens[n] = g
+	var g *rapid.Generator[int]
+	if n < sourceSmallN {
+		if g = s.gens[n]; g == nil {
+			g = rapid.IntRange(0, n-1)
+			s.gens[n] = g
+		}
+	} else {
+		if s.bigGens == nil {
+			s.bigGens = map[int]*rapid.Generator[int]{}
+		}
+		if g = s.bigGens[n]; g == nil {
+			g = rapid.IntRange(0, n-1)
+			s.bigGens[n] = g
+		}
 	}
 	var v int
 	func() {

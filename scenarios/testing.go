@@ -29,7 +29,7 @@ var replayFile = flag.String("zklab.replay", "", "zklab: replay this scenario fi
 
 // Options tune Test. The zero value explores 100 runs of up to 5 clients
 // and 3 cycles each, with up to 3 faults of every kind, a fenced store,
-// and a random walk.
+// the mix of strategies, on every core.
 type Options struct {
 	// Clients and Cycles bound the workload (defaults 5 and 3).
 	Clients, Cycles int
@@ -40,7 +40,8 @@ type Options struct {
 	// Runs and Time are the budget (default 100 runs).
 	Runs int
 	Time time.Duration
-	// Strategy is "random" or "pct"; Depth is PCT's bug depth.
+	// Strategy is "random", "pct", "directed" or "mix" (the default);
+	// Depth is PCT's bug depth.
 	Strategy string
 	Depth    int
 	// Seed makes the exploration repeatable.
@@ -63,6 +64,9 @@ type Options struct {
 	// ShrinkTime bounds each of the two shrinkings of a failure (rapid's
 	// and zklab's own; default 5 s).
 	ShrinkTime time.Duration
+	// Parallel is the number of runs at once (default GOMAXPROCS); the
+	// runs, the failure and its file do not depend on it.
+	Parallel int
 }
 
 // TestResult is what Test found.
@@ -105,7 +109,7 @@ func Test(t TB, name string, newLock Constructor, o Options) *TestResult {
 		Clients: o.Clients, Cycles: o.Cycles, Faults: o.Faults, MaxFaults: o.MaxFaults,
 		Runs: o.Runs, Time: o.Time, Strategy: o.Strategy, Depth: o.Depth, Seed: o.Seed,
 		Store: o.Store, SessionTimeout: o.SessionTimeout, Violations: o.Violations, Dir: o.Dir,
-		ShrinkTime: o.ShrinkTime,
+		ShrinkTime: o.ShrinkTime, Parallel: o.Parallel,
 	})
 	if err != nil && (res == nil || res.Failure == nil) {
 		t.Fatalf("zklab: %v", err)

@@ -50,36 +50,22 @@ func (s *Server) checkNode(path string) {
 // costs time in the size of the tree; the simulator runs it at the end of
 // a run and the tests after every step.
 func (s *Server) CheckInvariants() error {
-	paths := slices.Sorted(maps.Keys(s.nodes))
-	expiring := 0
-	for _, path := range paths {
-		n := s.nodes[path]
-		if path != "/" {
-			parentPath, name := parentOf(path)
-			parent := s.nodes[parentPath]
-			if parent == nil || parent.children == nil || !parent.children.has(name) {
-				return fmt.Errorf("sim: invariant: %s is not listed by its parent", path)
-			}
-			if ownerKind(parent.ephemeralOwner) == ownerSession {
-				return fmt.Errorf("sim: invariant: ephemeral %s has child %s", parentPath, name)
-			}
-		}
-		if n.children != nil {
-			for name := range n.children.members {
-				if s.nodes[joinPath(path, name)] == nil {
-					return fmt.Errorf("sim: invariant: %s lists missing child %s", path, name)
+	// The nodes are checked in map order, which is fast; only when one
+	// breaks an invariant are they checked again in path order, so that
+	// the error reported is the same on every run.
+	for path, n := range s.nodes {
+		if err := s.checkNodeInvariants(path, n); err != nil {
+			for _, path := range slices.Sorted(maps.Keys(s.nodes)) {
+				if err := s.checkNodeInvariants(path, s.nodes[path]); err != nil {
+					return err
 				}
 			}
+			return err
 		}
-		if n.czxid > s.lastZxid || n.mzxid > s.lastZxid || n.pzxid > s.lastZxid {
-			return fmt.Errorf("sim: invariant: %s has a zxid past the last zxid %#x", path, s.lastZxid)
-		}
+	}
+	expiring := 0
+	for _, n := range s.nodes {
 		switch ownerKind(n.ephemeralOwner) {
-		case ownerSession:
-			sess := s.sessions[n.ephemeralOwner]
-			if sess == nil || sess.ephemerals == nil || !sess.ephemerals.has(path) {
-				return fmt.Errorf("sim: invariant: ephemeral %s has no live owner %#x", path, n.ephemeralOwner)
-			}
 		case ownerContainer, ownerTTL:
 			expiring++
 		}
@@ -87,6 +73,43 @@ func (s *Server) CheckInvariants() error {
 	if expiring != s.expiringNodes {
 		return fmt.Errorf("sim: invariant: %d containers and TTL nodes, counted %d", expiring, s.expiringNodes)
 	}
+	return s.checkSessionInvariants()
+}
+
+// checkNodeInvariants checks one node of CheckInvariants.
+func (s *Server) checkNodeInvariants(path string, n *znode) error {
+	if path != "/" {
+		parentPath, name := parentOf(path)
+		parent := s.nodes[parentPath]
+		if parent == nil || parent.children == nil || !parent.children.has(name) {
+			return fmt.Errorf("sim: invariant: %s is not listed by its parent", path)
+		}
+		if ownerKind(parent.ephemeralOwner) == ownerSession {
+			return fmt.Errorf("sim: invariant: ephemeral %s has child %s", parentPath, name)
+		}
+	}
+	if n.children != nil {
+		for name := range n.children.members {
+			if s.nodes[joinPath(path, name)] == nil {
+				return fmt.Errorf("sim: invariant: %s lists missing child %s", path, name)
+			}
+		}
+	}
+	if n.czxid > s.lastZxid || n.mzxid > s.lastZxid || n.pzxid > s.lastZxid {
+		return fmt.Errorf("sim: invariant: %s has a zxid past the last zxid %#x", path, s.lastZxid)
+	}
+	if ownerKind(n.ephemeralOwner) == ownerSession {
+		sess := s.sessions[n.ephemeralOwner]
+		if sess == nil || sess.ephemerals == nil || !sess.ephemerals.has(path) {
+			return fmt.Errorf("sim: invariant: ephemeral %s has no live owner %#x", path, n.ephemeralOwner)
+		}
+	}
+	return nil
+}
+
+// checkSessionInvariants checks the sessions and connections of
+// CheckInvariants.
+func (s *Server) checkSessionInvariants() error {
 	for id, sess := range s.sessions {
 		if sess.ephemerals == nil {
 			continue

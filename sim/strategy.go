@@ -108,3 +108,25 @@ func (r *Record) Choose(w *World, enabled []Step) int {
 	r.Choices = append(r.Choices, c)
 	return c
 }
+
+// ScheduleFault adds a fault to inject before step f.AtStep, which must
+// be past the current step. It takes its place among the faults to come
+// in the order a scenario file lists them (faults at steps by step, the
+// latest added last among equals, then faults at times), so a replay of
+// the same faults at the same steps injects them at the same points. A
+// driver that aims faults at what a run is doing (scenarios' fault-
+// directed exploration) schedules them this way for the next step; it may
+// do so from a task or from a trace sink.
+func (w *World) ScheduleFault(f ScheduledFault) error {
+	if f.AtStep <= w.step {
+		return fmt.Errorf("sim: fault %s scheduled at step %d, and the world is at step %d", f.Fault, f.AtStep, w.step)
+	}
+	i := 0
+	for i < len(w.faults) && w.faults[i].AtStep != 0 && w.faults[i].AtStep <= f.AtStep {
+		i++
+	}
+	w.faults = append(w.faults, ScheduledFault{})
+	copy(w.faults[i+1:], w.faults[i:])
+	w.faults[i] = f
+	return nil
+}

@@ -20,17 +20,43 @@ func init() {
 		name:    "explore",
 		summary: "explore fault schedules of a recipe; shrink a violation into a scenario file",
 		usage: `Usage: zklab explore --recipe NAME [--clients N] [--cycles N] [--faults LIST]
-                     [--runs N | --time D] [--seed S] [--strategy random|pct] [--depth D]
+                     [--runs N | --time D] [--seed S] [--strategy S] [--depth D]
                      [--store fenced|unfenced] [--leases N] [--out DIR] [--shard K/N]
-                     [--json] [--shrink-time D] [--session-timeout D] [--zk HOST:PORT[,...]]
+                     [--json] [--shrink-time D] [--session-timeout D] [--parallel N]
+                     [--corpus DIR] [--zk HOST:PORT[,...]]
 
 Runs the recipe's workload (acquire, read and write a protected store,
 release) under drawn fault schedules and scheduling decisions, and checks
 every run. On a violation it shrinks the run, writes it as a scenario file
 in --out and prints the command that replays it. The same seed explores
 the same schedules. --shard K/N explores the K-th of N disjoint parts of
-the seed space, for a batch of machines. On a terminal a progress line
-goes to stderr.
+the seed space, for a batch of machines; --parallel N runs N schedules
+at once on this one (default: every core), and for a given seed and
+--runs the schedules, the violation and the shrunk file do not depend on
+N. With --time (alone or with --runs) the seed fixes another sequence,
+drawn in chunks of 50, and the schedules run are its first ones, as many
+as the time allows: how many differs from run to run
+and with N, but a violation reported is always the first failing
+schedule of the sequence (every schedule before it ran), so when two
+explorations both reach it they report the same one and shrink it to the
+same file (unless --shrink-time cuts a shrink short). On a terminal a
+progress line on stderr shows the budget left, then the shrinking.
+
+Strategies: random walks the schedule and draws each fault's step or
+time; pct gives the clients' threads priorities with a few change points;
+directed aims each fault at a phase of a client's (creating its node,
+listing, waiting, holding, releasing, reconnecting...), those the
+exploration has struck least so far most often; mix (the default) takes
+the three in turn. The coverage report after the runs counts each fault
+kind by the phase it struck and the events lock recipes care about, and
+flags what was never reached.
+
+--corpus DIR keeps the runs that reached something new (a fault kind
+in a phase, an event) as scenario files in DIR, and the next exploration
+with that DIR runs them first and starts from what they covered: its
+report counts them, its directed schedules aim at what they missed, and
+a kept run that fails now is reported at once. A nightly job that keeps
+DIR builds on the last night's.
 
 Fault kinds: drop-request, drop-reply, disconnect, partition, pause,
 crash, expire, restart (default: all; "none" for none).
@@ -58,7 +84,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	runs := fs.Int("runs", 0, "stop after this many schedules (default 100 when --time is not set)")
 	budget := fs.Duration("time", 0, "stop after this much wall time")
 	seed := fs.Uint64("seed", 1, "exploration seed")
-	strategy := fs.String("strategy", "random", "scheduling strategy: random or pct")
+	strategy := fs.String("strategy", scenarios.StrategyMix, "exploration strategy: random, pct, directed (faults aimed at the phases least struck so far) or mix (the three in turn)")
 	depth := fs.Int("depth", 3, "PCT bug depth")
 	store := fs.String("store", "fenced", "the protected store: fenced or unfenced")
 	leases := fs.Int("leases", 0, "the semaphore's number of leases (semaphore only; default 1)")
@@ -67,6 +93,8 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout")
 	shrinkTime := fs.Duration("shrink-time", shrinkTimeDefault, "the most wall time shrinking a failure may take; a shrink cut short may differ between machines")
 	sessionTimeout := fs.Duration("session-timeout", 10*time.Second, "the session timeout every client asks for (a real server grants 4s to 40s by default)")
+	corpus := fs.String("corpus", "", "keep the runs that reach something new in this directory, and start from them")
+	parallel := fs.Int("parallel", 0, "schedules run at once (default: GOMAXPROCS)")
 	zkServers := fs.String("zk", "", "explore on a real ZooKeeper at HOST:PORT[,HOST:PORT...] instead of the simulator")
 	if err := parseFlags(fs, c, args, stdout); err != nil {
 		return err
@@ -80,11 +108,14 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	if _, err := lookupRecipe(*recipe); err != nil {
 		return err
 	}
-	if *strategy != "random" && *strategy != "pct" {
-		return usagef("--strategy: %s is neither random nor pct", scenarios.Cut(*strategy))
+	if !slices.Contains(scenarios.Strategies, *strategy) {
+		return usagef("--strategy: %s is not one of %s", scenarios.Cut(*strategy), strings.Join(scenarios.Strategies, ", "))
 	}
 	if *store != "fenced" && *store != "unfenced" {
 		return usagef("--store: %s is neither fenced nor unfenced", scenarios.Cut(*store))
+	}
+	if *parallel < 0 {
+		return usagef("--parallel: %d is negative", *parallel)
 	}
 	if err := checkExploreFlags(fs, *clients, *cycles, *runs, *budget, *depth, *leases, *sessionTimeout, *shrinkTime); err != nil {
 		return err
@@ -114,19 +145,19 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		Recipe: *recipe, Clients: *clients, Cycles: *cycles, Faults: kinds,
 		Runs: *runs, Time: *budget, Strategy: *strategy, Depth: *depth,
 		Store: scenarios.StoreKind(*store), Dir: *out, ShrinkTime: *shrinkTime, Leases: *leases,
-		SessionTimeout: *sessionTimeout,
+		SessionTimeout: *sessionTimeout, Parallel: *parallel, Corpus: *corpus,
 		// Shard k of n explores seeds n*seed+k-1: the shards of one seed
 		// never repeat each other's schedules.
 		Seed: *seed*uint64(n) + uint64(k-1),
 	}
 	if isTerminal(stderr) {
 		var last time.Duration
-		o.Progress = func(runs int, elapsed time.Duration) {
-			if elapsed-last < 200*time.Millisecond && servers == nil {
+		o.Progress = func(p scenarios.ExploreProgress) {
+			if p.Elapsed-last < 200*time.Millisecond && servers == nil {
 				return
 			}
-			last = elapsed
-			fmt.Fprintf(stderr, "\r%d schedules, %.0f schedules/s, 0 violations, %v elapsed   ", runs, float64(runs)/elapsed.Seconds(), elapsed.Round(time.Second))
+			last = p.Elapsed
+			fmt.Fprintf(stderr, "\r\033[K%s", exploreProgressLine(p))
 		}
 	}
 	res, err := scenarios.Explore(o)
@@ -152,12 +183,24 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "explored %s of %s (%s strategy, %s, seed %d, shard %d/%d): %d simulator steps\n",
 		scenarios.Plural(res.Runs, "schedule"), *recipe, *strategy, faults, *seed, k, n, res.Steps)
+	if *corpus != "" {
+		fmt.Fprintf(stdout, "corpus %s: %d runs replayed first, %d new runs kept\n", *corpus, res.CorpusRuns, res.CorpusKept)
+	}
 	if res.Failure == nil {
+		// What "no violation" covered; a violation speaks for itself
+		// (--json has the coverage either way).
+		if res.Coverage != nil {
+			fmt.Fprint(stdout, res.Coverage.Text(coveredKinds(kinds)))
+		}
 		fmt.Fprintln(stdout, "no violation")
 		return nil
 	}
-	fmt.Fprintf(stdout, "violation found at schedule %d, shrunk to %s and %s:\n\n%s\n",
-		res.Runs+1, scenarios.Plural(len(res.Failure.Scenario.Faults), "fault"), scenarios.Plural(len(res.Failure.Scenario.Schedule), "scheduling decision"), res.Failure.Verdict.String())
+	if res.Runs == 0 && res.CorpusRuns > 0 {
+		fmt.Fprintf(stdout, "a run the corpus kept fails now:\n\n%s\n", res.Failure.Verdict.String())
+	} else {
+		fmt.Fprintf(stdout, "violation found at schedule %d, shrunk to %s and %s:\n\n%s\n",
+			res.Runs, scenarios.Plural(len(res.Failure.Scenario.Faults), "fault"), scenarios.Plural(len(res.Failure.Scenario.Schedule), "scheduling decision"), res.Failure.Verdict.String())
+	}
 	fmt.Fprintf(stdout, "scenario file: %s\nreplay it with:\n  zklab run %s\n", res.File, res.File)
 	v := res.Failure.Verdict.Violations(nil)
 	return violationError{fmt.Sprintf("%s: %s", v[0].Name, oneLineText(v[0].Detail))}
@@ -174,6 +217,15 @@ func printExploreJSON(w io.Writer, o scenarios.ExploreOptions, res *scenarios.Ex
 		delete(obj, "steps")
 		obj["backend"] = "zookeeper"
 		obj["events"] = res.Steps
+	}
+	if o.Corpus != "" {
+		obj["corpus"] = map[string]any{"dir": o.Corpus, "replayed": res.CorpusRuns, "kept": res.CorpusKept}
+	}
+	if res.Coverage != nil {
+		obj["coverage"] = map[string]any{
+			"runs": res.Coverage.Runs, "faults": res.Coverage.Faults, "events": res.Coverage.Events,
+			"never_reached": res.Coverage.Never(coveredKinds(o.Faults)),
+		}
 	}
 	if res.Failure != nil {
 		obj["violations"] = 1
@@ -312,4 +364,31 @@ func printExploreZK(w io.Writer, o scenarios.ExploreOptions, seed uint64, k, n i
 	fmt.Fprintf(w, "scenario file: %s\nrun it again on the server with:\n  %s\nor on the simulator with:\n  zklab run %s\n", res.File, res.Command, res.File)
 	v := res.Failure.Verdict.Violations(nil)
 	return violationError{fmt.Sprintf("%s: %s", v[0].Name, oneLineText(v[0].Detail))}
+}
+
+// exploreProgressLine is the progress line of an exploration: the schedules
+// run, the rate, the budget left, and while shrinking the runs tried.
+func exploreProgressLine(p scenarios.ExploreProgress) string {
+	elapsed := p.Elapsed.Round(time.Second)
+	if p.Stage == scenarios.StageShrinking {
+		return fmt.Sprintf("violation at schedule %d; shrinking: %d runs tried, %v elapsed", p.Runs, p.ShrinkRuns, elapsed)
+	}
+	var left []string
+	if p.Budget > 0 {
+		left = append(left, fmt.Sprintf("%d schedules", max(0, p.Budget-p.Runs)))
+	}
+	if p.TimeBudget > 0 {
+		left = append(left, max(0, p.TimeBudget-p.Elapsed).Round(time.Second).String())
+	}
+	return fmt.Sprintf("%d schedules, %.0f schedules/s on %d workers, 0 violations, %v elapsed, %s left",
+		p.Runs, float64(p.Runs)/p.Elapsed.Seconds(), p.Workers, elapsed, strings.Join(left, " or "))
+}
+
+// coveredKinds are the fault kinds an exploration drew from: all of them
+// for nil.
+func coveredKinds(kinds []sim.FaultKind) []sim.FaultKind {
+	if kinds == nil {
+		return sim.FaultKinds
+	}
+	return kinds
 }

@@ -1,0 +1,561 @@
+package scenarios
+
+import (
+	"fmt"
+	"math/bits"
+	"slices"
+	"strings"
+
+	"github.com/zklab/zklab/sim"
+)
+
+// Coverage says what an exploration reached, in a lock recipe's terms:
+// for each fault kind, the phase of the client it struck, and the events
+// that matter to lock recipes, with counts. "No violation" means no
+// violation among what Coverage lists, and nothing about what it flags as
+// never reached.
+type Coverage struct {
+	// Runs is the number of runs counted.
+	Runs int `json:"runs"`
+	// Faults counts, for each fault kind, the faults that struck a client
+	// in each phase. A dropped request or reply counts where it was lost
+	// (the fault takes effect then), a restart once for every client
+	// still at work.
+	Faults map[sim.FaultKind]map[string]int `json:"faults"`
+	// Events counts the events of Events that runs reached.
+	Events map[string]int `json:"events"`
+}
+
+// The phases of a client, as a lock recipe sees them. A recipe adds its
+// own with recipes.EnterPhase.
+const (
+	PhaseConnecting   = "connecting"   // no session yet
+	PhaseCreating     = "creating"     // Acquire: creating its lock node
+	PhaseListing      = "listing"      // Acquire: listing the lock's children
+	PhaseWaiting      = "waiting"      // Acquire: waiting on a watch
+	PhaseAcquiring    = "acquiring"    // Acquire: any other call (exists, get, delete)
+	PhaseHolding      = "holding"      // between Acquire and Release
+	PhaseReleasing    = "releasing"    // in Release
+	PhaseReconnecting = "reconnecting" // the connection is lost, the session may live
+	PhaseIdle         = "idle"         // between cycles, backing off, done
+	PhaseCrashed      = "crashed"      // the process is gone
+)
+
+// Phases are the phases of every recipe, in the order reports list them;
+// CoveredPhases those a fault of every kind should strike for an
+// exploration to say it covered the recipe.
+var (
+	Phases        = []string{PhaseConnecting, PhaseCreating, PhaseListing, PhaseWaiting, PhaseAcquiring, PhaseHolding, PhaseReleasing, PhaseReconnecting, PhaseIdle, PhaseCrashed}
+	CoveredPhases = []string{PhaseConnecting, PhaseCreating, PhaseListing, PhaseWaiting, PhaseHolding, PhaseReleasing, PhaseReconnecting}
+)
+
+// The events that matter to lock recipes.
+const (
+	EventLostCreateReply     = "lost reply on a create"
+	EventLostDeleteReply     = "lost reply on a delete"
+	EventLostCreateRequest   = "lost request on a create"
+	EventExpiryHolding       = "expiry while holding"
+	EventExpiryWaiting       = "expiry while waiting"
+	EventReconnectKept       = "reconnect that kept the session"
+	EventWatchAfterReconnect = "watch fired after a reconnect"
+	EventHerdWakeUp          = "herd wake-up"
+)
+
+// Events lists them in the order reports do.
+var Events = []string{EventLostCreateReply, EventLostDeleteReply, EventLostCreateRequest, EventExpiryHolding, EventExpiryWaiting, EventReconnectKept, EventWatchAfterReconnect, EventHerdWakeUp}
+
+func newCoverage() *Coverage {
+	return &Coverage{Faults: map[sim.FaultKind]map[string]int{}, Events: map[string]int{}}
+}
+
+func (c *Coverage) addFault(k sim.FaultKind, phase string, n int) {
+	m := c.Faults[k]
+	if m == nil {
+		m = map[string]int{}
+		c.Faults[k] = m
+	}
+	m[phase] += n
+}
+
+// Add counts o's runs into c; it says whether o reached something c had
+// not (a fault kind in a phase, an event).
+func (c *Coverage) Add(o *Coverage) (novel bool) {
+	if o == nil {
+		return false
+	}
+	c.Runs += o.Runs
+	for k, phases := range o.Faults {
+		for p, n := range phases {
+			if n > 0 && c.Faults[k][p] == 0 {
+				novel = true
+			}
+			c.addFault(k, p, n)
+		}
+	}
+	for e, n := range o.Events {
+		if n > 0 && c.Events[e] == 0 {
+			novel = true
+		}
+		c.Events[e] += n
+	}
+	return novel
+}
+
+// sortedKinds lists the fault kinds c has counts for, in sim.FaultKinds
+// order.
+func sortedKinds(c *Coverage) []sim.FaultKind {
+	var out []sim.FaultKind
+	for _, k := range sim.FaultKinds {
+		if len(c.Faults[k]) > 0 {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Clone copies c.
+func (c *Coverage) Clone() *Coverage {
+	out := newCoverage()
+	out.Add(c)
+	return out
+}
+
+// phasesOf lists the phases c has counts for: the recipe's own after
+// Phases, sorted.
+func (c *Coverage) phasesOf() []string {
+	var own []string
+	for _, m := range c.Faults {
+		for p := range m {
+			if !slices.Contains(Phases, p) && !slices.Contains(own, p) {
+				own = append(own, p)
+			}
+		}
+	}
+	slices.Sort(own)
+	return append(slices.Clone(Phases), own...)
+}
+
+// unreachable says a fault kind cannot strike a phase: a dropped request
+// or reply is a request of the recipe's, and none goes out before the
+// first session or while the connection is down (the handshake is not
+// one), and a restart strikes the server, not a client connecting.
+func unreachable(k sim.FaultKind, phase string) bool {
+	switch k {
+	case sim.FaultDropRequest, sim.FaultDropReply:
+		return phase == PhaseConnecting || phase == PhaseReconnecting
+	}
+	return false
+}
+
+// Never lists what the runs never reached: every fault kind of kinds in
+// every phase of CoveredPhases (and of the recipe's own phases) it can
+// strike, and every event of Events, as "kind while phase" and event
+// names.
+func (c *Coverage) Never(kinds []sim.FaultKind) []string {
+	var never []string
+	own := slices.DeleteFunc(c.phasesOf(), func(p string) bool { return slices.Contains(Phases, p) })
+	for _, k := range kinds {
+		for _, p := range append(slices.Clone(CoveredPhases), own...) {
+			if c.Faults[k][p] == 0 && !unreachable(k, p) {
+				never = append(never, fmt.Sprintf("%s while %s", k, p))
+			}
+		}
+	}
+	for _, e := range Events {
+		if c.Events[e] == 0 {
+			never = append(never, e)
+		}
+	}
+	return never
+}
+
+// Text renders the coverage: a table of fault kinds by phase, the events
+// with counts, and what was never reached, flagged.
+func (c *Coverage) Text(kinds []sim.FaultKind) string {
+	var b strings.Builder
+	phases := c.phasesOf()
+	used := slices.DeleteFunc(slices.Clone(phases), func(p string) bool {
+		if slices.Contains(CoveredPhases, p) {
+			return false
+		}
+		for _, m := range c.Faults {
+			if m[p] > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	fmt.Fprintf(&b, "coverage of %d runs: faults by the phase of the client they struck\n", c.Runs)
+	fmt.Fprintf(&b, "  %-14s", "")
+	for _, p := range used {
+		fmt.Fprintf(&b, " %*s", max(len(p), 6), p)
+	}
+	b.WriteString("\n")
+	for _, k := range kinds {
+		fmt.Fprintf(&b, "  %-14s", k)
+		for _, p := range used {
+			n := c.Faults[k][p]
+			cell := fmt.Sprint(n)
+			switch {
+			case n == 0 && unreachable(k, p):
+				cell = "."
+			case n == 0 && slices.Contains(CoveredPhases, p):
+				cell = "-"
+			}
+			fmt.Fprintf(&b, " %*s", max(len(p), 6), cell)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("  (- never struck; . cannot strike)\n")
+	b.WriteString("events:\n")
+	for _, e := range Events {
+		n := c.Events[e]
+		flag := ""
+		if n == 0 {
+			flag = "   <- never reached"
+		}
+		fmt.Fprintf(&b, "  %-32s %8d%s\n", e, n, flag)
+	}
+	if never := c.Never(kinds); len(never) > 0 {
+		fmt.Fprintf(&b, "never reached (%d): %s\n", len(never), strings.Join(never, "; "))
+	} else {
+		b.WriteString("every fault kind struck every phase; every event was reached\n")
+	}
+	return b.String()
+}
+
+// clientTrack is what the coverage recorder knows of one client.
+type clientTrack struct {
+	section    string // PhaseAcquiring, PhaseHolding, PhaseReleasing or PhaseIdle
+	op         string // the call in progress: create, getChildren, wait, ...
+	own        string // the recipe's own phase (recipes.EnterPhase)
+	hadSession bool
+	session    int64
+	lost       bool // the connection is lost and not back
+	kept       bool // the current session outlived a lost connection
+	crashed    bool
+	closed     bool
+	// sent are the client's last requests (xid and operation), a ring:
+	// a dropped reply names its request by xid. A client has few
+	// requests in flight; sentRing covers them.
+	sent    [sentRing]sentRequest
+	sentPos int
+}
+
+const sentRing = 16
+
+type sentRequest struct {
+	xid int32
+	op  string
+}
+
+// opOf is the operation of the request with xid, if the client sent it
+// lately.
+func (c *clientTrack) opOf(xid int32) string {
+	for _, s := range c.sent {
+		if s.xid == xid && s.op != "" {
+			return s.op
+		}
+	}
+	return ""
+}
+
+// herdGroup is the clients (a bit each: at most 64) notified of a
+// watched change, named by the notification's type and path, since the
+// change was last made.
+type herdGroup struct {
+	op, path string
+	woken    uint64
+}
+
+// coverageRecorder follows one simulated run: the phases of its clients
+// (from the workload, the calls the recipe makes and the trace) and the
+// events that matter, into a Coverage of one run.
+type coverageRecorder struct {
+	cov     *Coverage
+	clients []clientTrack // by client number
+	// herd is, per watched change, the clients notified since the change
+	// was last made: two or more make a herd wake-up.
+	herd []herdGroup
+	// sessions maps a session to its client.
+	sessions map[int64]int
+
+	// Aimed faults (aim): the world, the triggers, each client's last
+	// phase seen, and the faults fired as scheduled.
+	w        *sim.World
+	triggers []*trigger
+	last     []string
+	fired    []sim.ScheduledFault
+}
+
+func newCoverageRecorder(clients int) *coverageRecorder {
+	r := &coverageRecorder{cov: newCoverage(), clients: make([]clientTrack, clients+1), sessions: map[int64]int{}}
+	r.cov.Runs = 1
+	for i := range r.clients {
+		r.clients[i].section = PhaseIdle
+	}
+	return r
+}
+
+// phase is client i's phase now.
+func (r *coverageRecorder) phase(i int) string {
+	c := &r.clients[i]
+	switch {
+	case c.crashed:
+		return PhaseCrashed
+	case !c.hadSession:
+		return PhaseConnecting
+	case c.lost:
+		return PhaseReconnecting
+	case c.own != "":
+		return c.own
+	}
+	if c.section != PhaseAcquiring {
+		return c.section
+	}
+	switch c.op {
+	case "create", "createContainer":
+		return PhaseCreating
+	case "getChildren":
+		return PhaseListing
+	case "wait":
+		return PhaseWaiting
+	}
+	return PhaseAcquiring
+}
+
+// setSection moves client i to a section of its workload; the recipe's
+// own phase ends with the section it began in.
+func (r *coverageRecorder) setSection(i int, section string) {
+	if r == nil {
+		return
+	}
+	r.clients[i].section, r.clients[i].own = section, ""
+	r.check(i)
+}
+
+// setOp notes the call client i makes ("" when it returns).
+func (r *coverageRecorder) setOp(i int, op string) {
+	if r == nil {
+		return
+	}
+	r.clients[i].op = op
+	r.check(i)
+}
+
+// setOwn notes the recipe's own phase for client i.
+func (r *coverageRecorder) setOwn(i int, phase string) {
+	if r == nil {
+		return
+	}
+	r.clients[i].own = phase
+	r.check(i)
+}
+
+func (r *coverageRecorder) valid(i int) bool { return i >= 1 && i < len(r.clients) }
+
+// event follows the trace.
+func (r *coverageRecorder) event(e *sim.Event) {
+	r.follow(e)
+	if e.Kind == "session" || e.Kind == "fault" {
+		if e.Client == 0 {
+			for i := 1; i < len(r.clients); i++ {
+				r.check(i)
+			}
+		} else {
+			r.check(e.Client)
+		}
+	}
+}
+
+func (r *coverageRecorder) follow(e *sim.Event) {
+	switch e.Kind {
+	case "send":
+		if r.valid(e.Client) && e.Xid >= 0 && e.Op != "connect" {
+			c := &r.clients[e.Client]
+			c.sent[c.sentPos] = sentRequest{e.Xid, e.Op}
+			c.sentPos = (c.sentPos + 1) % sentRing
+		}
+	case "session":
+		r.session(e)
+	case "server":
+		if e.Session != 0 && strings.HasPrefix(e.Detail, "closeSession applied: session expired") {
+			i, ok := r.sessions[e.Session]
+			if !ok || r.clients[i].session != e.Session || r.clients[i].crashed {
+				return
+			}
+			switch r.clients[i].section {
+			case PhaseHolding:
+				r.cov.Events[EventExpiryHolding]++
+			case PhaseAcquiring:
+				r.cov.Events[EventExpiryWaiting]++
+			}
+		}
+	case "apply":
+		// A change ends the herd of the notifications of the last one.
+		if len(r.herd) > 0 && (e.Op == "create" || e.Op == "delete" || e.Op == "multi" || e.Op == "setData") {
+			dir := e.Path
+			if i := strings.LastIndexByte(dir, '/'); i > 0 {
+				dir = dir[:i]
+			} else if i == 0 {
+				dir = "/"
+			}
+			r.herd = slices.DeleteFunc(r.herd, func(g herdGroup) bool {
+				return e.Path == "" || g.path == e.Path || g.path == dir
+			})
+		}
+	case "watch":
+		if !r.valid(e.Client) || e.Op == "EventNotWatching" {
+			return
+		}
+		if r.clients[e.Client].kept {
+			r.cov.Events[EventWatchAfterReconnect]++
+		}
+		i := slices.IndexFunc(r.herd, func(g herdGroup) bool { return g.op == e.Op && g.path == e.Path })
+		if i < 0 {
+			r.herd = append(r.herd, herdGroup{op: e.Op, path: e.Path})
+			i = len(r.herd) - 1
+		}
+		bit := uint64(1) << (e.Client % 64)
+		if g := &r.herd[i]; g.woken&bit == 0 {
+			g.woken |= bit
+			if bits.OnesCount64(g.woken) == 2 {
+				r.cov.Events[EventHerdWakeUp]++
+			}
+		}
+	case "fault":
+		r.fault(e)
+	}
+}
+
+func (r *coverageRecorder) session(e *sim.Event) {
+	if !r.valid(e.Client) {
+		return
+	}
+	c := &r.clients[e.Client]
+	switch {
+	case e.State == "StateHasSession":
+		if c.hadSession && c.lost && e.Session == c.session {
+			r.cov.Events[EventReconnectKept]++
+			c.kept = true
+		} else if e.Session != c.session {
+			c.kept = false
+		}
+		c.hadSession, c.session, c.lost = true, e.Session, false
+		r.sessions[e.Session] = e.Client
+	case strings.HasPrefix(e.Detail, "connection lost"):
+		if c.hadSession {
+			c.lost = true
+		}
+	case e.Detail == "closed":
+		c.section, c.own, c.closed = PhaseIdle, "", true
+	}
+}
+
+func (r *coverageRecorder) fault(e *sim.Event) {
+	kind, rest, _ := strings.Cut(e.Detail, " ")
+	if !strings.HasPrefix(rest, "c") && !strings.HasPrefix(rest, "for=") {
+		// The end of a partition or a pause, a server up again, an
+		// expiry the server could not make: not a fault striking.
+		if !strings.HasPrefix(e.Detail, "request dropped") && !strings.HasPrefix(e.Detail, "reply dropped") {
+			return
+		}
+	}
+	switch {
+	case strings.HasPrefix(e.Detail, "request dropped"):
+		if r.valid(e.Client) {
+			r.cov.addFault(sim.FaultDropRequest, r.phase(e.Client), 1)
+			if e.Op == "create" {
+				r.cov.Events[EventLostCreateRequest]++
+			}
+		}
+		return
+	case strings.HasPrefix(e.Detail, "reply dropped"):
+		if r.valid(e.Client) {
+			r.cov.addFault(sim.FaultDropReply, r.phase(e.Client), 1)
+			switch r.clients[e.Client].opOf(e.Xid) {
+			case "create":
+				r.cov.Events[EventLostCreateReply]++
+			case "delete":
+				r.cov.Events[EventLostDeleteReply]++
+			}
+		}
+		return
+	}
+	k := sim.FaultKind(kind)
+	switch k {
+	case sim.FaultDropRequest, sim.FaultDropReply:
+		return // armed: it strikes when a request or reply is lost
+	case sim.FaultRestart:
+		for i := 1; i < len(r.clients); i++ {
+			if !r.clients[i].crashed && !r.clients[i].closed {
+				r.cov.addFault(k, r.phase(i), 1)
+			}
+		}
+		return
+	}
+	if !slices.Contains(sim.FaultKinds, k) || !r.valid(e.Client) {
+		return // a fault's end, or an expiry the server could not make
+	}
+	r.cov.addFault(k, r.phase(e.Client), 1)
+	if k == sim.FaultCrash {
+		r.clients[e.Client].crashed = true
+	}
+}
+
+// A phaseFault is a fault aimed at a phase: it strikes before the step
+// after client Client enters Phase for the Nth time (a restart too,
+// though it strikes the server). The run records it as a fault at that
+// step, so its scenario replays it like any other.
+type phaseFault struct {
+	sim.Fault
+	Phase string
+	Nth   int
+}
+
+// trigger is a phaseFault under way in a run.
+type trigger struct {
+	phaseFault
+	seen  int
+	fired bool
+}
+
+// aim arms the phase faults of a run in the world w.
+func (r *coverageRecorder) aim(w *sim.World, faults []phaseFault) {
+	r.w = w
+	for _, f := range faults {
+
+		r.triggers = append(r.triggers, &trigger{phaseFault: f})
+	}
+	r.last = make([]string, len(r.clients))
+}
+
+// check fires the triggers of client i when it enters a phase.
+func (r *coverageRecorder) check(i int) {
+	if len(r.triggers) == 0 || !r.valid(i) {
+		return
+	}
+	p := r.phase(i)
+	if p == r.last[i] {
+		return
+	}
+	r.last[i] = p
+	for _, t := range r.triggers {
+		if t.fired || t.Client != i || t.Phase != p {
+			continue
+		}
+		t.seen++
+		if t.seen < t.Nth {
+			continue
+		}
+		t.fired = true
+		f := sim.ScheduledFault{AtStep: r.w.StepCount() + 1, Fault: t.Fault}
+		if f.Kind == sim.FaultRestart {
+			f.Client = 0
+		}
+		if err := r.w.ScheduleFault(f); err != nil {
+			panic(err) // the step is the next one: always to come
+		}
+		r.fired = append(r.fired, f)
+	}
+}

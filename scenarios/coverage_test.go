@@ -1,0 +1,113 @@
+package scenarios
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/zklab/zklab/recipes"
+	"github.com/zklab/zklab/sim"
+)
+
+// The library's scenarios reach the events they are named for, and the
+// coverage says so.
+func TestCoverageOfLibraryScenarios(t *testing.T) {
+	for _, tc := range []struct {
+		file  string
+		event string
+		fault sim.FaultKind
+		phase string
+	}{
+		{"testdata/lost-reply-fair.scenario", EventLostCreateReply, sim.FaultDropReply, PhaseCreating},
+		{"testdata/expiry-while-waiting.scenario", EventExpiryWaiting, sim.FaultExpire, PhaseWaiting},
+		{"testdata/split-brain-unfenced.scenario", EventExpiryHolding, sim.FaultPause, PhaseHolding},
+	} {
+		sc, err := ParseFile(tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Run(sc, RunOptions{Coverage: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := r.Coverage
+		if c == nil || c.Runs != 1 {
+			t.Fatalf("%s: coverage %+v", tc.file, c)
+		}
+		if c.Events[tc.event] == 0 {
+			t.Errorf("%s: %q not reached: %v", tc.file, tc.event, c.Events)
+		}
+		if c.Faults[tc.fault][tc.phase] != 1 {
+			t.Errorf("%s: %s struck %v, want once while %s", tc.file, tc.fault, c.Faults[tc.fault], tc.phase)
+		}
+	}
+}
+
+// A fault-free run of fair-lock strikes nothing and reaches no herd
+// wake-up; one of herd-lock, whose waiters all watch the holder's node,
+// does.
+func TestCoverageHerd(t *testing.T) {
+	for _, tc := range []struct {
+		recipe string
+		herd   bool
+	}{{"fair-lock", false}, {"herd-lock", true}} {
+		r, err := Run(&Scenario{Recipe: tc.recipe, Clients: 4, Cycles: 2}, RunOptions{Coverage: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Coverage.Faults) != 0 {
+			t.Errorf("%s: faults struck in a run without faults: %v", tc.recipe, r.Coverage.Faults)
+		}
+		if got := r.Coverage.Events[EventHerdWakeUp] > 0; got != tc.herd {
+			t.Errorf("%s: herd wake-ups %d, want some: %v", tc.recipe, r.Coverage.Events[EventHerdWakeUp], tc.herd)
+		}
+	}
+}
+
+// phaseLock is fair-lock with a phase of its own around Acquire.
+type phaseLock struct {
+	c     recipes.Conn
+	inner recipes.Lock
+}
+
+func (l phaseLock) Acquire(ctx context.Context) (Lease, error) {
+	recipes.EnterPhase(l.c, "my-queue")
+	lease, err := l.inner.Acquire(ctx)
+	if lease == nil {
+		return nil, err
+	}
+	return lease, err
+}
+
+// A recipe names phases of its own through the recorder: faults count
+// in them, and the report flags the kinds that never struck them.
+func TestCoverageOwnPhase(t *testing.T) {
+	fair, _ := recipes.Lookup("fair-lock")
+	newLock := func(c recipes.Conn, path string, o recipes.Options) Lock {
+		return phaseLock{c: c, inner: fair.New(c, path, o)}
+	}
+	res, err := Explore(ExploreOptions{Recipe: "my-lock", New: newLock, Runs: 60, Seed: 2})
+	if err != nil || res.Failure != nil {
+		t.Fatalf("explore: %v %+v", err, res)
+	}
+	struck := 0
+	for _, phases := range res.Coverage.Faults {
+		struck += phases["my-queue"]
+		if phases[PhaseCreating]+phases[PhaseListing]+phases[PhaseWaiting] != 0 {
+			t.Errorf("a fault struck a phase the recipe's own replaces: %v", phases)
+		}
+	}
+	if struck == 0 {
+		t.Errorf("no fault struck the recipe's own phase: %v", res.Coverage.Faults)
+	}
+	text := res.Coverage.Text(sim.FaultKinds)
+	if !strings.Contains(text, "my-queue") {
+		t.Errorf("the report does not show the recipe's phase:\n%s", text)
+	}
+	for _, k := range sim.FaultKinds {
+		if res.Coverage.Faults[k]["my-queue"] == 0 && !slices.Contains(res.Coverage.Never(sim.FaultKinds), string(k)+" while my-queue") {
+			t.Errorf("%s never struck my-queue and the report does not say so:\n%s", k, text)
+		}
+	}
+}
