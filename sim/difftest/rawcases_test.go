@@ -135,6 +135,18 @@ var rawCases = []rawCase{
 		step(2, rSet("R/m", "x")),
 		step(2, rCreate("R/m/k", "", 0)),
 	}},
+	{"a closing session's ephemerals, seen by a recursive and a persistent watch", 2, []rawStep{
+		step(1, rCreate("R/e", "", 0)),
+		step(0, rAddWatch("R", recursive)),
+		step(0, rAddWatch("R/e", persistent)),
+		step(1, rCreate("R/e/x", "", zk.FlagEphemeral)),
+		step(1, rCreate("R/e/lock-", "", zk.FlagEphemeralSequential)),
+		step(1, rCreate("R/e/lock-", "", zk.FlagEphemeralSequential)),
+		step(1, rCreate("R/e/a", "", zk.FlagEphemeral)),
+		step(1, rCreate("R/e/zz", "", zk.FlagEphemeral)),
+		step(1, sim.Request{Op: sim.OpCloseSession}),
+		step(0, rRead(sim.OpGetChildren, "R/e", false)),
+	}},
 	{"checkWatches and removeWatches by type", 2, []rawStep{
 		step(1, rCreate("R/w", "", 0)),
 		step(0, rWatches(sim.OpCheckWatches, "R/w", sim.WatcherAny)),
