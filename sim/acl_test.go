@@ -1,11 +1,13 @@
 package sim
 
 import (
+	"encoding/hex"
 	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -491,19 +493,34 @@ func TestWatchNotificationsNeedRead(t *testing.T) {
 	}
 }
 
-// An ACL check the server decides is held to ZooKeeperServer.checkACL on
-// every write it applies: a write that slipped past validation panics.
-func TestAssertPermittedCatchesAWrongDecision(t *testing.T) {
-	h := newHarness(t, ServerConfig{})
-	c, _ := h.connect(10000)
-	h.ok(c, mkCreateACL("/ro", zk.WorldACL(zk.PermRead)))
-	h.s.caller = c
-	defer func() {
-		if recover() == nil {
-			t.Fatal("a create under a read-only node passed the assertion")
-		}
-	}()
-	h.s.assertWritePermitted(write{req: mkCreate("/ro/x", nil, 0), path: "/ro/x"})
+// Every write apply performs is held to ZooKeeperServer.checkACL on the
+// tree as it stands: a write that slipped past validation (here, one that
+// skipped it) panics rather than pass.
+func TestApplyAssertsPermission(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		acl  []zk.ACL
+		w    write
+	}{
+		{"create under a read-only node", zk.WorldACL(zk.PermRead), write{req: mkCreate("/p/x", nil, 0), path: "/p/x"}},
+		{"set without WRITE", zk.WorldACL(zk.PermAll &^ zk.PermWrite), write{req: mkSet("/p", nil, -1), path: "/p"}},
+		{"setACL without ADMIN", zk.WorldACL(zk.PermAll &^ zk.PermAdmin), write{req: Request{Op: OpSetACL, Path: "/p", Version: -1}, path: "/p"}},
+		{"set on alice's node", []zk.ACL{digestACL(zk.PermAll, "alice:pw")}, write{req: mkSet("/p", nil, -1), path: "/p"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, ServerConfig{})
+			c, sid := h.connect(10000)
+			h.addAuth(c, "digest", "alice:pw")
+			h.ok(c, mkCreateACL("/p", tc.acl))
+			h.s.caller = h.connectFrom("127.0.0.1") // no credentials
+			defer func() {
+				if recover() == nil {
+					t.Fatal("the write passed the assertion")
+				}
+			}()
+			h.s.apply(0, h.s.sessions[sid], tc.w, h.s.begin())
+		})
+	}
 }
 
 // whoAmI's order, measured on 3.8.0 with a raw client (auth packets with
@@ -544,6 +561,208 @@ func TestWhoAmIOrderMeasured(t *testing.T) {
 		}
 		if got := who(); got != st.want {
 			t.Errorf("after %v:\n got %s\nwant %s", st.auths, got, st.want)
+		}
+	}
+}
+
+// new String(bytes, UTF_8) on OpenJDK 17.0.15, the JVM Debian's server runs
+// on, for byte strings drawn from lead, continuation and invalid bytes:
+// hex in, UTF-16 code units out.
+var jdk17Decodings = []struct{ in, out string }{
+	{"", ""},
+	{"3a", "003a"},
+	{"3a3aecf0", "003a003afffdfffd"},
+	{"3a80bff4f5a0", "003afffdfffdfffdfffdfffd"},
+	{"3a80ef", "003afffdfffd"},
+	{"3a8f", "003afffd"},
+	{"3a90f3", "003afffdfffd"},
+	{"3a9f", "003afffd"},
+	{"3a9f7fe0e0", "003afffd007ffffdfffd"},
+	{"3abfc0", "003afffdfffd"},
+	{"3adf90c0f4f0", "003a07d0fffdfffdfffd"},
+	{"3adfbfc28f41", "003a07ff008f0041"},
+	{"3adfecc280", "003afffdfffd0080"},
+	{"3ae1", "003afffd"},
+	{"3ae1c2ffa0", "003afffdfffdfffdfffd"},
+	{"3ae1ed", "003afffdfffd"},
+	{"3aedf5ecf0f8", "003afffdfffdfffdfffdfffd"},
+	{"3aee", "003afffd"},
+	{"3aeff5f8ed", "003afffdfffdfffdfffd"},
+	{"3af5f3f080c2", "003afffdfffdfffdfffdfffd"},
+	{"3af8", "003afffd"},
+	{"3afff1", "003afffdfffd"},
+	{"41", "0041"},
+	{"414141", "004100410041"},
+	{"417f", "0041007f"},
+	{"417f8fef", "0041007ffffdfffd"},
+	{"419f8f", "0041fffdfffd"},
+	{"41a0c0df", "0041fffdfffdfffd"},
+	{"41dfa0", "004107e0"},
+	{"41ef80a0ed", "0041f020fffd"},
+	{"41f4ecf1", "0041fffdfffdfffd"},
+	{"41f53a", "0041fffd003a"},
+	{"7f", "007f"},
+	{"7f3af48ff3f5", "007f003afffdfffdfffd"},
+	{"7f80ffe0418f", "007ffffdfffdfffd0041fffd"},
+	{"7f90f1f0", "007ffffdfffdfffd"},
+	{"7fbfc2a0", "007ffffd00a0"},
+	{"7fc2df", "007ffffdfffd"},
+	{"7fdfc2", "007ffffdfffd"},
+	{"7fef7fc1", "007ffffd007ffffd"},
+	{"7ff4", "007ffffd"},
+	{"7ff441c0bf", "007ffffd0041fffdfffd"},
+	{"80", "fffd"},
+	{"8041f0907f", "fffd0041fffd007f"},
+	{"807f7f3a", "fffd007f007f003a"},
+	{"8080f8bfc2c1", "fffdfffdfffdfffdfffdfffd"},
+	{"80f0", "fffdfffd"},
+	{"80f3", "fffdfffd"},
+	{"8f", "fffd"},
+	{"8f41c290", "fffd00410090"},
+	{"8f80bff4e1", "fffdfffdfffdfffdfffd"},
+	{"8f90f8c0", "fffdfffdfffdfffd"},
+	{"8f9f3ac0", "fffdfffd003afffd"},
+	{"8fe141ec8f", "fffdfffd0041fffd"},
+	{"8fecc1", "fffdfffdfffd"},
+	{"8ff090ef", "fffdfffdfffd"},
+	{"8ff0f1c1f4f4", "fffdfffdfffdfffdfffdfffd"},
+	{"8ff3a0c1", "fffdfffdfffd"},
+	{"8ff5ffef", "fffdfffdfffdfffd"},
+	{"8ff890f0f3c2", "fffdfffdfffdfffdfffdfffd"},
+	{"8ff8ee", "fffdfffdfffd"},
+	{"90", "fffd"},
+	{"907ff8df", "fffd007ffffdfffd"},
+	{"9080", "fffdfffd"},
+	{"9090c2e1", "fffdfffdfffdfffd"},
+	{"909f", "fffdfffd"},
+	{"90a0", "fffdfffd"},
+	{"90c080f8", "fffdfffdfffdfffd"},
+	{"90dfed9f8f", "fffdfffdd7cf"},
+	{"90e1c2c0f8", "fffdfffdfffdfffdfffd"},
+	{"90f0c19fc1", "fffdfffdfffdfffdfffd"},
+	{"90f4a09ff4ed", "fffdfffdfffdfffdfffdfffd"},
+	{"90f890e1", "fffdfffdfffdfffd"},
+	{"90ffbfff8f80", "fffdfffdfffdfffdfffdfffd"},
+	{"9f", "fffd"},
+	{"9f3ae0e1ff", "fffd003afffdfffdfffd"},
+	{"9fbfffec", "fffdfffdfffdfffd"},
+	{"9fc19f7f", "fffdfffdfffd007f"},
+	{"9fc2f1ff", "fffdfffdfffdfffd"},
+	{"9fdff0", "fffdfffdfffd"},
+	{"9fec", "fffdfffd"},
+	{"9feef0df", "fffdfffdfffdfffd"},
+	{"9ff8c2", "fffdfffdfffd"},
+	{"9fffc2", "fffdfffdfffd"},
+	{"a0", "fffd"},
+	{"a041f3e1c1", "fffd0041fffdfffdfffd"},
+	{"a07fc041ee", "fffd007ffffd0041fffd"},
+	{"a080e0", "fffdfffdfffd"},
+	{"a09fa0ed4141", "fffdfffdfffdfffd00410041"},
+	{"a09fc08f", "fffdfffdfffdfffd"},
+	{"a0a0eef1", "fffdfffdfffdfffd"},
+	{"a0c1f1e1", "fffdfffdfffdfffd"},
+	{"a0df41a0", "fffdfffd0041fffd"},
+	{"a0e0e1c1", "fffdfffdfffdfffd"},
+	{"a0e1", "fffdfffd"},
+	{"a0ec8f", "fffdfffd"},
+	{"a0f0f0", "fffdfffdfffd"},
+	{"a0f3c0", "fffdfffdfffd"},
+	{"a0f53af5f0bf", "fffdfffd003afffdfffd"},
+	{"a0ff4190", "fffdfffd0041fffd"},
+	{"bf", "fffd"},
+	{"bf7f8f", "fffd007ffffd"},
+	{"bf80c2e0", "fffdfffdfffdfffd"},
+	{"bf8f9fc0", "fffdfffdfffdfffd"},
+	{"bf9feff5a0a0", "fffdfffdfffdfffdfffdfffd"},
+	{"bfc2", "fffdfffd"},
+	{"bfdf", "fffdfffd"},
+	{"bfe0ff8080f1", "fffdfffdfffdfffdfffdfffd"},
+	{"bfed8fbf", "fffdd3ff"},
+	{"bfeff4c1f4e1", "fffdfffdfffdfffdfffdfffd"},
+	{"bfeff5a0c0f5", "fffdfffdfffdfffdfffdfffd"},
+	{"bff0c28090e1", "fffdfffd0080fffdfffd"},
+	{"bff1c0a0ec8f", "fffdfffdfffdfffdfffd"},
+	{"bff8f4", "fffdfffdfffd"},
+	{"bfffffec", "fffdfffdfffdfffd"},
+	{"c03aa09ff8", "fffd003afffdfffdfffd"},
+	{"c07f", "fffd007f"},
+	{"c080413a", "fffdfffd0041003a"},
+	{"c0a0f19f8f", "fffdfffdfffd"},
+	{"c0bf", "fffdfffd"},
+	{"c0c23a", "fffdfffd003a"},
+	{"c0c2a080c0", "fffd00a0fffdfffd"},
+	{"c0e07feda0f5", "fffdfffd007ffffdfffd"},
+	{"c0ed7f", "fffdfffd007f"},
+	{"c0ede1ecf5", "fffdfffdfffdfffdfffd"},
+	{"c0efa07fec", "fffdfffd007ffffd"},
+	{"c0f09f80", "fffdfffd"},
+	{"c0f48ff1ecc2", "fffdfffdfffdfffdfffd"},
+	{"c0f8eff3f5ec", "fffdfffdfffdfffdfffdfffd"},
+	{"c0fff3", "fffdfffdfffd"},
+	{"c1", "fffd"},
+	{"c14180", "fffd0041fffd"},
+	{"c190c2f5f8", "fffdfffdfffdfffdfffd"},
+	{"c1c0", "fffdfffd"},
+	{"c1c03a", "fffdfffd003a"},
+	{"c1c27fc19f", "fffdfffd007ffffdfffd"},
+	{"c1ecbfeff0ee", "fffdfffdfffdfffdfffd"},
+	{"c1ece0c1f0", "fffdfffdfffdfffdfffd"},
+	{"c1eeecf3dff4", "fffdfffdfffdfffdfffdfffd"},
+	{"c1ef7f8f", "fffdfffd007ffffd"},
+	{"c1f07f90c2", "fffdfffd007ffffdfffd"},
+	{"c1f1", "fffdfffd"},
+	{"c1f3f0f1", "fffdfffdfffdfffd"},
+	{"c1f480e1ec", "fffdfffdfffdfffd"},
+	{"c1f4c2ed7f", "fffdfffdfffdfffd007f"},
+	{"c1ffffe1", "fffdfffdfffdfffd"},
+	{"c2", "fffd"},
+	{"c23af5", "fffd003afffd"},
+	{"c28ff0", "008ffffd"},
+	{"c2a090f880", "00a0fffdfffdfffd"},
+	{"c2c2f8ecec41", "fffdfffdfffdfffdfffd0041"},
+	{"c2df", "fffdfffd"},
+	{"c2ed", "fffdfffd"},
+	{"c2ed80", "fffdfffd"},
+	{"c2eeed", "fffdfffdfffd"},
+	{"c2f1c2ec", "fffdfffdfffdfffd"},
+	{"c2f4", "fffdfffd"},
+	{"c2f880ef8f", "fffdfffdfffdfffd"},
+	{"df", "fffd"},
+	{"df9f809f90f4", "07dffffdfffdfffdfffd"},
+}
+
+func TestJavaStringMatchesJDK17(t *testing.T) {
+	for _, v := range jdk17Decodings {
+		in, err := hex.DecodeString(v.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got strings.Builder
+		for _, u := range utf16.Encode([]rune(javaString(in))) {
+			fmt.Fprintf(&got, "%04x", u)
+		}
+		if got.String() != v.out {
+			t.Errorf("javaString(%s) = %s, the JVM says %s", v.in, got.String(), v.out)
+		}
+	}
+}
+
+// The digests a real server computed of malformed UTF-8 credentials
+// (measured: AddAuth, create with an auth ACL, getACL).
+func TestDigestOfMalformedCredentials(t *testing.T) {
+	for _, tc := range []struct {
+		auth []byte
+		want string
+	}{
+		{[]byte{0xe2, 0x82, 'A', ':', 'p', 'w'}, "\ufffdA:u9548H8VEuWNcdwMXunINYP+kME="},
+		{[]byte{0xff, 'x', ':', 'p'}, "\ufffdx:nj1ndTGbKYeV7iMAuBeXy4NJ9M8="},
+		{[]byte{'u', ':', 0xe2, 0x82}, "u:NP+S9gihaPOxs49p+sWDO0/R0ac="},
+		{[]byte{'u', ':', 0xf0, 0x9f, 0x98}, "u:NP+S9gihaPOxs49p+sWDO0/R0ac="},
+		{[]byte{'u', ':', 0xed, 0xa0, 0x80}, "u:NP+S9gihaPOxs49p+sWDO0/R0ac="},
+		{[]byte{'u', ':', 0xc0, 0xaf, 'z'}, "u:ZSmm5cd+p3S72xMtXseQNCQivjY="},
+	} {
+		if got := DigestID(javaString(tc.auth)); got != tc.want {
+			t.Errorf("digest of %q: %q, want %q", tc.auth, got, tc.want)
 		}
 	}
 }

@@ -911,16 +911,21 @@ func parentForWrite(path string) (string, bool) {
 }
 
 // apply performs a validated write within t; it cannot fail.
+//
+// Each write is held to the permission a real server requires for it, on
+// the node as the tree holds it (assertPermitted).
 func (s *Server) apply(nowMs int64, sess *serverSession, w write, t *txn) Response {
-	s.assertWritePermitted(w)
 	switch w.req.Op {
 	case OpCreate, OpCreate2, OpCreateCont, OpCreateTTL:
 		return s.createNode(nowMs, sess, w, t)
 	case OpDelete:
+		parentPath, _ := parentOf(w.path)
+		s.assertPermitted(parentPath, s.nodes[parentPath], zk.PermDelete)
 		s.deleteNode(t, w.path)
 		return Response{}
 	case OpSetData:
 		n := s.nodes[w.path]
+		s.assertPermitted(w.path, n, zk.PermWrite)
 		n.data = slices.Clone(w.req.Data)
 		n.version++
 		n.mzxid = t.zxid
@@ -929,6 +934,7 @@ func (s *Server) apply(nowMs int64, sess *serverSession, w write, t *txn) Respon
 		t.events = append(t.events, pendingEvent{w.path, zk.EventNodeDataChanged, n.acl})
 		return Response{Stat: n.stat()}
 	case OpCheck:
+		s.assertPermitted(w.path, s.nodes[w.path], zk.PermRead)
 		return Response{}
 	case OpSetACL:
 		return s.setACL(w, t)
@@ -996,6 +1002,7 @@ func (s *Server) multi(nowMs int64, sess *serverSession, req Request, t *txn) Re
 func (s *Server) createNode(nowMs int64, sess *serverSession, w write, t *txn) Response {
 	parentPath, name := parentOf(w.path)
 	parent := s.nodes[parentPath]
+	s.assertPermitted(parentPath, parent, zk.PermCreate)
 	wall := s.wallMs(nowMs)
 	n := &znode{
 		data: slices.Clone(w.req.Data), czxid: t.zxid, mzxid: t.zxid, pzxid: t.zxid,
