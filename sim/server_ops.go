@@ -145,17 +145,15 @@ func (s *Server) checkOrRemoveWatches(conn ConnID, req Request) {
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeMarshallingError})
 		return
 	}
-	if req.Op == OpCheckWatches && req.Path != "" && !strings.Contains(req.Path, "/") {
-		// containsWatcher walks the path's ancestors with a
-		// PathParentIterator, which fails on a path without a slash
-		// (substring(0, -1)): MARSHALLINGERROR (measured on 3.8.0).
-		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeMarshallingError})
-		return
-	}
 	found := false
 	for _, t := range tables {
 		if req.Op == OpCheckWatches {
-			found = found || t.contains(req.Path, conn)
+			in, failed := t.contains(req.Path, conn)
+			if failed {
+				s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeMarshallingError})
+				return
+			}
+			found = found || in
 		} else if t.remove(req.Path, conn) {
 			found = true
 		}
