@@ -10,6 +10,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -112,6 +113,7 @@ func (s *Server) Connect(t testing.TB, opts ...func(*zk.Conn)) (*zk.Conn, <-chan
 	t.Cleanup(conn.Close)
 	for ev := range events {
 		if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
+			settle()
 			return conn, events
 		}
 	}
@@ -126,6 +128,27 @@ func connOptions[O ~func(*zk.Conn)](extra []func(*zk.Conn), first ...O) []O {
 		first = append(first, O(f))
 	}
 	return first
+}
+
+// settleWallClock is how long Connect waits, outside a synctest bubble,
+// for go-zookeeper to settle after the handshake.
+const settleWallClock = 10 * time.Millisecond
+
+// settle lets go-zookeeper's connection loop get past the handshake before
+// the caller sends anything. zk.Conn reports StateHasSession before its
+// loop goroutine calls sendSetWatches, which reads the watches and
+// lastZxid that the receive loop writes without a lock: a watch set in
+// that window is a data race inside go-zookeeper (the race detector flags
+// it with a fast server) and a needless setWatches. Inside a bubble
+// synctest.Wait returns once the loop is blocked; outside one (synctest.Wait
+// panics there) a short wall-clock wait does it.
+func settle() {
+	defer func() {
+		if recover() != nil {
+			time.Sleep(settleWallClock)
+		}
+	}()
+	synctest.Wait()
 }
 
 // ErrPartitioned is what a partitioned client's dial fails with.

@@ -10,12 +10,21 @@
 // Every ZooKeeper semantics (sessions, watches, errors, what an unknown
 // opcode gets) is the simulated server's: the package has none of its own.
 //
-// Protocol details it carries: the handshake with and without the trailing
+// Protocol details it carries, each held to a real ZooKeeper 3.8 by
+// TestJudgedByRealServer: the handshake with and without the trailing
 // readOnly byte (go-zookeeper sends 44 bytes without it, and gets a
-// response without it back), the special xids (-1 notification, -2 ping,
-// -4 auth, -8 setWatches), the reply header's zxid -1 on notifications as
-// before ZooKeeper 3.9, and the frame length limit (jute.maxbuffer): a
-// frame past it, or a malformed one, closes its connection only.
+// 36-byte response without it back); the special xids (-1 notification,
+// -2 ping, -4 auth, -8 setWatches); the reply header's zxid -1 on
+// notifications, as before ZooKeeper 3.9; error replies with no record,
+// and addWatch's 4-byte record. A frame whose length is negative or past
+// jute.maxbuffer, or too short for a request header, closes its
+// connection only; a request whose record cannot be decoded is handed to
+// the simulated server marked Malformed, which answers MARSHALLINGERROR
+// and keeps the connection, as ZooKeeper does. Requests are applied in the
+// order they arrive, one at a time; what ZooKeeper does differently when
+// requests are pipelined (an unknown opcode answered ahead of requests
+// still in its pipeline; a create right behind a setACL checked against
+// the old ACL) is not reproduced.
 //
 // Serving real clients over TCP, on wall-clock time:
 //

@@ -35,6 +35,11 @@ type rawClient struct {
 	// its expiry does not move the zxids of a later probe.
 	session int64
 	passwd  []byte
+	// expect holds, for each call of replies in turn, how many frames to
+	// wait for with rawFrameWaitMax before waiting rawQuiet for more;
+	// counts records how many each call got.
+	expect []int
+	counts []int
 }
 
 // closeSession reattaches the probe's session from a new connection and
@@ -46,8 +51,13 @@ func closeSession(t *testing.T, addr string, id int64, passwd []byte) {
 	c := dialRaw(t, addr)
 	c.connect(wire.ConnectRequest{ConnectRequest: sim.ConnectRequest{TimeoutMs: 10000, SessionID: id, Passwd: passwd}})
 	c.request(sim.Request{Xid: 1, Op: sim.OpCloseSession})
+	c.expect = []int{1}
 	c.replies()
 }
+
+// rawFrameWaitMax is how long a raw client waits for a frame it expects:
+// a real server under load can take its time.
+const rawFrameWaitMax = 10 * time.Second
 
 // rawQuiet is how long a raw client waits for a frame before it writes
 // "quiet": the server sent nothing more and kept the connection open.
@@ -72,7 +82,7 @@ func (c *rawClient) send(frame []byte) {
 
 func (c *rawClient) connect(req wire.ConnectRequest) {
 	c.send(wire.AppendConnectRequest(nil, req))
-	body, ok := c.frame()
+	body, ok := c.frame(rawFrameWaitMax)
 	if !ok {
 		return
 	}
@@ -93,10 +103,10 @@ func (c *rawClient) request(req sim.Request) {
 	c.send(wire.AppendRequest(nil, req))
 }
 
-// frame reads one frame; on a close or a quiet spell it writes that to the
-// transcript and returns false.
-func (c *rawClient) frame() ([]byte, bool) {
-	c.nc.SetReadDeadline(time.Now().Add(rawQuiet))
+// frame reads one frame, waiting at most wait; on a close or a quiet
+// spell it writes that to the transcript and returns false.
+func (c *rawClient) frame(wait time.Duration) ([]byte, bool) {
+	c.nc.SetReadDeadline(time.Now().Add(wait))
 	var prefix [4]byte
 	_, err := io.ReadFull(c.r, prefix[:])
 	if err == nil {
@@ -117,9 +127,18 @@ func (c *rawClient) frame() ([]byte, bool) {
 // replies reads frames until the server closes or goes quiet, and renders
 // each by the request it answers.
 func (c *rawClient) replies() {
-	for {
-		body, ok := c.frame()
+	want := 0
+	if len(c.expect) > 0 {
+		want, c.expect = c.expect[0], c.expect[1:]
+	}
+	for n := 0; ; n++ {
+		wait := rawQuiet
+		if n < want {
+			wait = rawFrameWaitMax
+		}
+		body, ok := c.frame(wait)
 		if !ok {
+			c.counts = append(c.counts, n)
 			return
 		}
 		h, err := wire.DecodeReplyHeader(body)
@@ -233,6 +252,7 @@ var probes = []probe{
 		c.out = append(c.out, "second connection: "+strings.Join(d.out, "; "))
 		c.replies() // the first connection is closed
 		d.request(sim.Request{Xid: 2, Op: sim.OpCreate, Path: root + "/x", ACL: openACL})
+		d.expect = []int{1}
 		d.replies()
 		c.out = append(c.out, "second connection: "+strings.Join(d.out[1:], "; "))
 		c.session, c.passwd = d.session, d.passwd
@@ -263,7 +283,7 @@ var probes = []probe{
 		b = wire.AppendRequest(b, sim.Request{Xid: 1, Op: sim.OpExists, Path: root})
 		c.ops[wire.XidSetWatches], c.ops[1] = sim.OpSetWatches, sim.OpExists
 		c.send(b)
-		if body, ok := c.frame(); ok {
+		if body, ok := c.frame(rawFrameWaitMax); ok {
 			r, ro, err := wire.DecodeConnectResponse(body)
 			c.session, c.passwd = r.SessionID, r.Passwd
 			c.out = append(c.out, fmt.Sprintf("connect response readOnlyByte=%v err=%v", ro, err))
@@ -404,7 +424,7 @@ var probes = []probe{
 		b = wire.AppendRequest(b, sim.Request{Xid: 1, Op: sim.OpCreate, Path: root + "/x", ACL: openACL})
 		c.ops[wire.XidSetWatches], c.ops[1] = sim.OpSetWatches2, sim.OpCreate
 		c.send(b)
-		if body, ok := c.frame(); ok {
+		if body, ok := c.frame(rawFrameWaitMax); ok {
 			r, ro, err := wire.DecodeConnectResponse(body)
 			c.session, c.passwd = r.SessionID, r.Passwd
 			c.out = append(c.out, fmt.Sprintf("connect response readOnlyByte=%v err=%v", ro, err))
@@ -445,21 +465,26 @@ func TestJudgedByRealServer(t *testing.T) {
 	t.Cleanup(func() { simSrv.Close() })
 	for i, p := range probes {
 		t.Run(p.name, func(t *testing.T) {
-			transcript := func(addr string) string {
+			// The wire server runs first; the real one is then given as
+			// long as it needs for as many frames as the wire server sent
+			// at each step, and rawQuiet for any more.
+			transcript := func(addr string, expect []int) (string, []int) {
 				root := fmt.Sprintf("/wire-judge-%d-%d", time.Now().UnixNano(), i)
 				setup := dialRaw(t, addr)
 				newSession(setup)
 				setup.request(sim.Request{Xid: 1, Op: sim.OpCreate, Path: root, ACL: openACL})
 				setup.request(sim.Request{Xid: 2, Op: sim.OpCloseSession})
+				setup.expect = []int{2}
 				setup.replies()
 				c := dialRaw(t, addr)
+				c.expect = expect
 				p.run(c, root)
 				c.nc.Close()
 				closeSession(t, addr, c.session, c.passwd)
-				return strings.ReplaceAll(strings.Join(c.out, "\n"), root, "~")
+				return strings.ReplaceAll(strings.Join(c.out, "\n"), root, "~"), c.counts
 			}
-			want := transcript(real.Addr)
-			got := transcript(l.Addr().String())
+			got, counts := transcript(l.Addr().String(), nil)
+			want, _ := transcript(real.Addr, counts)
 			if got != want {
 				t.Errorf("wire.Server differs from ZooKeeper\n--- ZooKeeper:\n%s\n--- wire.Server:\n%s", want, got)
 			} else {
