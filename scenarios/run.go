@@ -265,11 +265,17 @@ const runChunk = time.Second
 
 func (r *runner) run() *Result {
 	for i := 1; i <= r.sc.Clients; i++ {
-		c, err := r.w.NewClient(sim.ClientConfig{SessionTimeout: r.sc.SessionTimeout})
+		c, err := r.w.NewClient(sim.ClientConfig{SessionTimeout: r.sc.SessionTimeout, Addr: r.sc.Access.clientAddr(i)})
 		if err != nil {
 			panic(err) // the timeout was checked positive
 		}
 		r.clients = append(r.clients, c)
+	}
+	if err := r.setupAccess(); err != nil {
+		r.runErr = fmt.Errorf("access setup: %w", err)
+	}
+	for i := 1; i <= r.sc.Clients; i++ {
+		c := r.clients[i-1]
 		conn := &observedConn{Conn: c, r: r, client: i}
 		lock := r.ctor(conn, r.lockPath, r.sc.options(i))
 		r.w.Go(c, fmt.Sprintf("c%d", i), r.workload(i, conn, lock))

@@ -90,6 +90,9 @@ type Scenario struct {
 	// Expect lists expected outcomes, checked by the scenario library's
 	// test and by Replay's caller.
 	Expect []Expectation
+	// Access gives clients credentials and addresses, and the lock's
+	// directory an ACL (access.go).
+	Access Access
 
 	layout []layoutItem
 }
@@ -131,7 +134,7 @@ const scheduleTokensPerLine = 16
 
 // singleKeys are the directives that appear at most once, in the order
 // Format writes them when the layout does not say.
-var singleKeys = []string{"recipe", "leases", "readers", "clients", "cycles", "hold", "think", "store", "session-timeout", "seed"}
+var singleKeys = append([]string{"recipe", "leases", "readers", "clients", "cycles", "hold", "think", "store", "session-timeout", "seed"}, accessKeys...)
 
 // render returns the canonical text of the directive key (index-th for
 // repeated ones), and whether the scenario has a value for it.
@@ -180,7 +183,7 @@ func (s *Scenario) render(key string, index int) ([]string, bool) {
 	case "schedule":
 		return formatSchedule(s.Schedule), len(s.Schedule) > 0
 	}
-	return nil, false
+	return s.renderAccess(key)
 }
 
 // renderForced is render for a directive the file has: a present
@@ -429,6 +432,7 @@ func Parse(name, text string) (*Scenario, error) {
 			fail(lineOf(s.layout, "readers", 0)+1, "reader c%d, but there are %d clients", r, s.Clients)
 		}
 	}
+	s.checkAccess(fail, s.layout)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -514,6 +518,9 @@ func (s *Scenario) parseDirective(key, rest string) error {
 		}
 		s.Expect = append(s.Expect, e)
 	default:
+		if ok, err := s.parseAccess(key, rest); ok {
+			return err
+		}
 		return fmt.Errorf("unknown directive %q (want one of %s, fault, expect, schedule)", key, strings.Join(singleKeys, ", "))
 	}
 	return nil
@@ -653,5 +660,6 @@ func (s *Scenario) clone() *Scenario {
 	c.Schedule = slices.Clone(s.Schedule)
 	c.Expect = slices.Clone(s.Expect)
 	c.layout = slices.Clone(s.layout)
+	c.Access = s.Access.clone()
 	return &c
 }

@@ -123,6 +123,9 @@ func runOnZK(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) (*Re
 			return nil, fmt.Errorf("scenario: fault %s: a real server's restart is not in zklab's hands; run it on the simulator", formatFault(f))
 		}
 	}
+	if len(sc.Access.Addresses) > 0 {
+		return nil, fmt.Errorf("scenario: addresses run on the simulator only: a real server sees every client of a run at the proxies' address")
+	}
 	anchors, notes := anchorFaults(sc, o, ctor, lockKind)
 	r := &runner{sc: sc, opts: o, ctor: ctor, lockKind: lockKind}
 	r.obs = newObserver(false, sc.Clients)
@@ -256,7 +259,7 @@ func (z *zkRun) setup() error {
 		}
 		r.obs.sessionClient[c.Session().ID] = i
 	}
-	return nil
+	return z.setupAccessZK(ctx)
 }
 
 // run starts the clock, the faults and the tasks, and waits for the

@@ -228,6 +228,7 @@ func TestZKLibraryStories(t *testing.T) {
 		"holder-crash-fair", "holder-crash-persistent",
 		"lost-reply-fair", "lost-reply-unprotected",
 		"split-brain-fenced", "split-brain-unfenced",
+		"acl-keeps-out",
 	}
 	type outcome struct {
 		sc  *scenarios.Scenario

@@ -648,7 +648,7 @@ func (s *Server) whoAmI(conn ConnID, req Request) {
 // needs READ or ADMIN, and without ADMIN the password hash of every digest
 // entry reads "x" (ZOOKEEPER-1392).
 func (s *Server) getACL(conn ConnID, req Request) {
-	n := s.nodes[req.Path]
+	n := s.readNode(req.Path) // "" is the root, as for the other reads
 	if n == nil {
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoNode})
 		return

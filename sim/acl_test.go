@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/go-zookeeper/zk"
@@ -505,30 +506,44 @@ func TestAssertPermittedCatchesAWrongDecision(t *testing.T) {
 	h.s.assertWritePermitted(write{req: mkCreate("/ro/x", nil, 0), path: "/ro/x"})
 }
 
-// chmOrder follows ConcurrentHashMap through a resize: at 12 ids the table
-// doubles, and a bin's nodes before its last run are reversed.
-func TestCHMOrderResize(t *testing.T) {
-	var ids []authID
-	for i := range 13 {
-		ids = append(ids, authID{"digest", fmt.Sprintf("u%d:h", i)})
-	}
-	got := chmOrder(ids)
-	if len(got) != 13 {
-		t.Fatalf("chmOrder lost ids: %v", got)
-	}
-	// Without collisions in 32 bins the order is the bins' order.
-	slices.SortStableFunc(ids, func(a, b authID) int {
-		ha := (uint32(idHash(a)) ^ uint32(idHash(a))>>16) & 31
-		hb := (uint32(idHash(b)) ^ uint32(idHash(b))>>16) & 31
-		return int(ha) - int(hb)
-	})
-	for i := range ids {
-		ha := (uint32(idHash(ids[i])) ^ uint32(idHash(ids[i]))>>16) & 31
-		if i > 0 && ha == (uint32(idHash(ids[i-1]))^uint32(idHash(ids[i-1]))>>16)&31 {
-			t.Skip("bins collide; the order within them is the transfer's")
+// whoAmI's order, measured on 3.8.0 with a raw client (auth packets with
+// xid -4, answered with zxid 0), through the identity set's resize at 12
+// ids.
+func TestWhoAmIOrderMeasured(t *testing.T) {
+	h := newHarness(t, ServerConfig{SuperDigest: DigestID("super:secret")})
+	c := h.connectFrom("127.0.0.1")
+	who := func() string {
+		var out []string
+		for _, ci := range h.ok(c, Request{Op: OpWhoAmI}).Clients {
+			out = append(out, ci.AuthScheme+":"+ci.User)
 		}
+		return fmt.Sprint(out)
 	}
-	if !slices.Equal(got, ids) {
-		t.Errorf("chmOrder after a resize: %v, want %v", got, ids)
+	steps := []struct {
+		auths []string
+		want  string
+	}{
+		{nil, "[ip:127.0.0.1]"},
+		{[]string{"alice", "u1", "u2", "u3", "zed", "carol", "alice"},
+			"[digest:u2 digest:u3 digest:carol digest:zed ip:127.0.0.1 digest:u1 digest:alice]"},
+		{[]string{"super:secret", "ip"},
+			"[digest:u2 digest:u3 digest:carol digest:zed super: digest:super ip:127.0.0.1 digest:u1 digest:alice]"},
+		{[]string{"user0", "user1", "user2", "user3", "user4", "user5", "user6", "user7"},
+			"[digest:user5 digest:u3 digest:carol digest:user2 digest:user3 digest:u1 ip:127.0.0.1 digest:alice digest:u2 digest:user7 digest:user1 digest:zed super: digest:super digest:user0 digest:user4 digest:user6]"},
+	}
+	for _, st := range steps {
+		for _, a := range st.auths {
+			switch {
+			case a == "ip":
+				h.addAuth(c, "ip", "x")
+			case strings.Contains(a, ":"):
+				h.addAuth(c, "digest", a)
+			default:
+				h.addAuth(c, "digest", a+":pw")
+			}
+		}
+		if got := who(); got != st.want {
+			t.Errorf("after %v:\n got %s\nwant %s", st.auths, got, st.want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -16,6 +17,9 @@ type ClientConfig struct {
 	// ConnectTimeout bounds a connection attempt that gets no answer
 	// (go-zookeeper's default is 1 s).
 	ConnectTimeout time.Duration
+	// Addr is the address the client connects from, which the server's
+	// ip scheme sees; the zero value is DefaultClientAddr.
+	Addr netip.Addr
 }
 
 // reconnectBackoff is go-zookeeper's pause before each connection round
@@ -109,6 +113,12 @@ type Client struct {
 
 	tasks   []*task
 	scratch Operation // the record of the call in progress when no history is kept
+
+	// creds are the credentials AddAuth got accepted, sent again on each
+	// new connection; while resending is set they are being sent, and
+	// requests wait in unsent (go-zookeeper's send loop has not started).
+	creds     []authCred
+	resending bool
 }
 
 // NewClient adds a client to the world; it starts connecting at once, in
@@ -257,16 +267,38 @@ func (c *Client) authenticated(r ConnectResponse) {
 	c.authed = true
 	c.lastRecvNs = c.w.nowNs
 	c.setState(zk.StateHasSession)
-	c.schedulePing()
+	if len(c.creds) == 0 {
+		c.schedulePing()
+		c.recvTimer = c.w.after(c.recvTimeoutNs, c, "read deadline", c.checkRecv)
+		c.startSending(len(c.unsent))
+		return
+	}
 	c.recvTimer = c.w.after(c.recvTimeoutNs, c, "read deadline", c.checkRecv)
-	// The send loop first drains what was queued while disconnected; the
-	// setWatches goroutine queues its requests behind them.
-	queued := c.unsent
+	// The credentials go first, before the send loop (and its pings)
+	// starts; what was queued before stays ahead of setWatches, what
+	// tasks queue meanwhile comes behind it.
+	c.resending = true
+	queued := len(c.unsent)
+	c.resendAuth(0, func() {
+		c.resending = false
+		c.schedulePing()
+		c.startSending(queued)
+	})
+}
+
+// startSending is the send loop's start on a new connection: the first
+// queued requests (those queued before the connection), then the
+// setWatches goroutine's requests, then the rest.
+func (c *Client) startSending(queued int) {
+	unsent := c.unsent
 	c.unsent = nil
-	for _, p := range queued {
+	for _, p := range unsent[:queued] {
 		c.transmit(p)
 	}
 	c.sendSetWatches()
+	for _, p := range unsent[queued:] {
+		c.transmit(p)
+	}
 }
 
 func (c *Client) schedulePing() {
@@ -310,6 +342,7 @@ func (c *Client) endConn(err error) {
 		c.conn = nil
 	}
 	c.authed = false
+	c.resending = false
 	c.setState(zk.StateDisconnected)
 	if c.closing {
 		c.failInflight(zk.ErrClosing)
@@ -554,7 +587,11 @@ func (c *Client) Close() {
 		return
 	}
 	p := &pending{req: Request{Xid: c.nextXid(), Op: OpCloseSession}}
-	c.transmit(p)
+	if c.resending {
+		c.unsent = append(c.unsent, p)
+	} else {
+		c.transmit(p)
+	}
 	giveUp := c.w.after(int64(time.Second), c, "close timeout", func() {
 		if !c.closed {
 			c.endConn(zk.ErrClosing)

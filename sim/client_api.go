@@ -68,7 +68,7 @@ func (c *Client) doWatch(ctx context.Context, req Request, onReply func(error), 
 	p.req, p.onReply = req, onReply
 	p.watchOK, p.watchNoNode = onOK, onNoNode
 	p.req.Xid = c.nextXid()
-	if c.authed {
+	if c.authed && !c.resending {
 		c.transmit(p)
 	} else {
 		c.unsent = append(c.unsent, p)
@@ -377,12 +377,27 @@ func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 	}
 	resp, err := c.do(ctx, Request{Op: OpMulti, Ops: reqs}, nil)
 	if err != nil && resp.Multi == nil {
+		if resp.Err != CodeOK {
+			// The server refused the whole multi (MARSHALLINGERROR):
+			// go-zookeeper decodes no results and returns an empty,
+			// non-nil slice with the error.
+			out := []zk.MultiResponse{}
+			c.end(i, err, func(o *Operation) { o.Multi = out })
+			return out, err
+		}
 		c.end(i, err, nil)
 		return nil, err
 	}
 	out := make([]zk.MultiResponse, len(resp.Multi))
 	err = nil
 	for j, r := range resp.Multi {
+		if r.Err == CodeOK && r.Op == OpCreate2 {
+			// go-zookeeper v1.0.4's multiResponse.Decode knows no
+			// create2-typed result (a container made in a multi): it
+			// stops there with ErrAPIError, keeping the results before.
+			out, err = out[:j], zk.ErrAPIError
+			break
+		}
 		switch {
 		case r.Err != CodeOK || r.Op == 0:
 			out[j].Error = r.Err.Error()

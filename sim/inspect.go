@@ -45,3 +45,25 @@ func (s *Server) Watches() []Watch {
 	})
 	return list
 }
+
+// EphemeralsOf lists a session's ephemeral nodes in the order ZooKeeper's
+// dump lists them (a clone of DataTree's set), or nil for an unknown
+// session. It changes nothing.
+func (s *Server) EphemeralsOf(session int64) []string {
+	sess := s.sessions[session]
+	if sess == nil || sess.ephemerals == nil {
+		return nil
+	}
+	return sess.ephemerals.clonedOrder()
+}
+
+// ApproximateDataSize is the sum of every znode's path and data lengths,
+// as DataTree.approximateDataSize counts them (mntr's
+// zk_approximate_data_size). It changes nothing.
+func (s *Server) ApproximateDataSize() int64 {
+	var n int64
+	for path, node := range s.nodes {
+		n += int64(len(path) + len(node.data))
+	}
+	return n
+}

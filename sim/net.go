@@ -44,7 +44,7 @@ func (w *World) dial(c *Client) (conn *netConn, refused bool) {
 	w.connSeq++
 	conn = &netConn{id: w.connSeq, client: c}
 	w.conns = append(w.conns, conn)
-	w.server.Open(conn.id)
+	w.server.OpenFrom(conn.id, c.addr())
 	return conn, false
 }
 

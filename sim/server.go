@@ -510,7 +510,7 @@ func (s *Server) Receive(nowMs int64, conn ConnID, req Request) {
 	if !ok {
 		panic(fmt.Sprintf("sim: request on closed connection %d", conn))
 	}
-	if packetLen(req) > s.cfg.MaxPacketBytes {
+	if packetLen(req) > s.cfg.MaxPacketBytes || crashesServer(req) {
 		// NIOServerCnxn reads the length first and closes the connection
 		// on a "Len error": the request is never read, nothing is answered.
 		s.dropConn(conn)
@@ -581,7 +581,14 @@ func (s *Server) reply(conn ConnID, r Response) {
 // --- reads ---
 
 func (s *Server) exists(conn ConnID, req Request) {
-	n := s.nodes[req.Path]
+	if strings.IndexByte(req.Path, 0) >= 0 {
+		// FinalRequestProcessor refuses a NUL in an exists path before it
+		// looks (and sets no watch); the other reads just find nothing
+		// (measured on 3.8.0).
+		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeBadArguments})
+		return
+	}
+	n := s.readNode(req.Path)
 	if req.Watch {
 		// exists sets a data watch whether or not the node exists; on a
 		// missing node it is the watch that fires on creation.
@@ -595,7 +602,7 @@ func (s *Server) exists(conn ConnID, req Request) {
 }
 
 func (s *Server) getData(conn ConnID, req Request) {
-	n := s.nodes[req.Path]
+	n := s.readNode(req.Path)
 	if n == nil {
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoNode})
 		return
@@ -611,7 +618,7 @@ func (s *Server) getData(conn ConnID, req Request) {
 }
 
 func (s *Server) getChildren(conn ConnID, req Request) {
-	n := s.nodes[req.Path]
+	n := s.readNode(req.Path)
 	if n == nil {
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoNode})
 		return
@@ -637,7 +644,7 @@ func (s *Server) getChildren(conn ConnID, req Request) {
 // warns about.
 func (s *Server) setWatches(conn ConnID, req Request) {
 	for _, path := range req.DataWatches {
-		n := s.nodes[path]
+		n := s.readNode(path)
 		switch {
 		case n == nil:
 			s.event(conn, zk.EventNodeDeleted, path)
@@ -648,14 +655,14 @@ func (s *Server) setWatches(conn ConnID, req Request) {
 		}
 	}
 	for _, path := range req.ExistWatches {
-		if s.nodes[path] != nil {
+		if s.readNode(path) != nil {
 			s.event(conn, zk.EventNodeCreated, path)
 		} else {
 			addWatcher(s.dataWatches, path, conn)
 		}
 	}
 	for _, path := range req.ChildWatches {
-		n := s.nodes[path]
+		n := s.readNode(path)
 		switch {
 		case n == nil:
 			s.event(conn, zk.EventNodeDeleted, path)
@@ -839,33 +846,11 @@ func (s *Server) validate(sess *serverSession, req Request, o *overlay) (write, 
 
 func (s *Server) validateCreate(sess *serverSession, req Request, o *overlay) (write, Code) {
 	mode := req.Mode
-	sequential := mode == zk.FlagSequence || mode == zk.FlagEphemeralSequential || mode == zk.FlagPersistentSequentialWithTTL
-	owner := int64(0)
-	switch {
-	case req.Op == OpCreateCont:
-		if mode != zk.FlagContainer {
-			return write{}, CodeBadArguments
-		}
-		owner = containerOwner
-	case mode == zk.FlagContainer:
-		// A plain create carries only "ephemeral or not" in its CreateTxn,
-		// so a container flag on it makes an ordinary persistent node.
-	case req.Op == OpCreateTTL || mode == zk.FlagTTL || mode == zk.FlagPersistentSequentialWithTTL:
-		// validateCreateRequest: TTL nodes need the extended types, and a
-		// TTL must be positive and fit its field.
-		if !s.cfg.ExtendedTypes {
-			return write{}, CodeUnimplemented
-		}
-		if req.Op != OpCreateTTL || req.TTLMs <= 0 || req.TTLMs > ttlMaxMs {
-			return write{}, CodeBadArguments
-		}
-		owner = ttlOwnerMask | req.TTLMs
-	case mode == zk.FlagEphemeral || mode == zk.FlagEphemeralSequential:
-		owner = sess.id
-	case mode == zk.FlagPersistent || mode == zk.FlagSequence:
-	default:
-		return write{}, CodeBadArguments
+	owner, code := s.createOwner(sess, req)
+	if code != CodeOK {
+		return write{}, code
 	}
+	sequential := mode == zk.FlagSequence || mode == zk.FlagEphemeralSequential || mode == zk.FlagPersistentSequentialWithTTL
 	// validatePathForCreate only asks for a slash and no NUL; the full
 	// path rules are applied after the parent and its ACL are checked, to
 	// the path with its suffix (measured on 3.8.0: "m/bad" and
@@ -975,11 +960,16 @@ func (s *Server) multi(nowMs int64, sess *serverSession, req Request, t *txn) Re
 	defer func() { s.overlay = o[:0] }()
 	writes := make([]write, len(req.Ops))
 	results := make([]MultiResult, len(req.Ops))
-	for i, op := range req.Ops {
-		if op.Op == OpMulti || !op.Op.isWrite() || op.Op == OpCloseSession || op.Op == OpSetACL {
-			panic(fmt.Sprintf("sim: %v inside a multi", op.Op))
+	for _, op := range req.Ops {
+		if !multiWriteOp(op.Op) {
+			return Response{Err: CodeMarshallingError}
 		}
+	}
+	for i, op := range req.Ops {
 		op = multiCreateOp(op)
+		if multiCreateUnreadable(op) {
+			return Response{Err: CodeMarshallingError}
+		}
 		w, code := s.validate(sess, op, &o)
 		if code != CodeOK {
 			for j := range results {

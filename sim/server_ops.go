@@ -51,8 +51,21 @@ func (s *Server) receiveMore(nowMs int64, conn ConnID, sess *serverSession, req 
 		t := s.begin()
 		s.commit(t)
 		s.reply(conn, Response{Xid: req.Xid, Zxid: t.zxid, Err: CodeBadArguments})
+	case OpCreateSession:
+		// A createSession on an established connection goes down the
+		// pipeline as a transaction (Request.isValid knows the opcode):
+		// PrepRequestProcessor reads the timeout from the start of the
+		// buffer and re-tracks the session, and FinalRequestProcessor
+		// fails to finish a session init on a connection that has one:
+		// MARSHALLINGERROR, with the transaction's zxid (measured on
+		// 3.8.0). The re-tracking uses the request's xid as a timeout
+		// until the session's next request; the simulator leaves that
+		// window out.
+		t := s.begin()
+		s.commit(t)
+		s.reply(conn, Response{Xid: req.Xid, Zxid: t.zxid, Err: CodeMarshallingError})
 	case OpGetACL, OpSetACL, OpAuth, OpSASL, OpWhoAmI:
-		panic(fmt.Sprintf("sim: server does not handle %v yet", req.Op))
+		panic(fmt.Sprintf("sim: %v reached receiveMore; Receive handles it", req.Op))
 	default:
 		s.unknownOp(conn, req)
 	}
@@ -129,6 +142,13 @@ func (s *Server) checkOrRemoveWatches(conn ConnID, req Request) {
 	case WatcherAny:
 		tables = []*watchTable{s.childWatches, s.dataWatches}
 	default:
+		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeMarshallingError})
+		return
+	}
+	if req.Op == OpCheckWatches && req.Path != "" && !strings.Contains(req.Path, "/") {
+		// containsWatcher walks the path's ancestors with a
+		// PathParentIterator, which fails on a path without a slash
+		// (substring(0, -1)): MARSHALLINGERROR (measured on 3.8.0).
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeMarshallingError})
 		return
 	}
@@ -274,6 +294,32 @@ func multiCreateOp(op Request) Request {
 	return op
 }
 
+// multiWriteOp reports whether op may be one of a multi's ops. Any other
+// fails the whole multi with MARSHALLINGERROR, an error transaction, before
+// any op is looked at: MultiOperationRecord refuses an op type it does not
+// know (setACL among them) and a read mixed with writes while reading the
+// request, and a multi of reads alone fails in PrepRequestProcessor, which
+// has no transaction to make of one (measured on 3.8.0).
+func multiWriteOp(op OpCode) bool {
+	switch op {
+	case OpCreate, OpCreate2, OpCreateCont, OpCreateTTL, OpDelete, OpSetData, OpCheck:
+		return true
+	}
+	return false
+}
+
+// multiCreateUnreadable reports a create of a multi that
+// PrepRequestProcessor cannot read: a create, create2 or createContainer
+// with a TTL mode is rebuilt as a createTTL (Op.create) that still holds a
+// CreateRequest, and pRequest2TxnCreate's cast to CreateTTLRequest throws.
+// The whole multi fails with MARSHALLINGERROR, an error transaction with
+// no results, unless an earlier op already failed, which stops the
+// preparing first (measured on 3.8.0).
+func multiCreateUnreadable(op Request) bool {
+	isTTL := op.Mode == zk.FlagTTL || op.Mode == zk.FlagPersistentSequentialWithTTL
+	return isTTL && (op.Op == OpCreate || op.Op == OpCreate2 || op.Op == OpCreateCont)
+}
+
 // multiResultOp is the type of a multi's result as MultiResponse carries
 // it: a create's result is a CreateResult with a Stat, typed create2, for
 // the creates that make a container or a TTL node (FinalRequestProcessor),
@@ -284,4 +330,70 @@ func multiResultOp(op OpCode) OpCode {
 		return OpCreate2
 	}
 	return op
+}
+
+// createOwner checks a create's mode and TTL as
+// PrepRequestProcessor.pRequest2TxnCreate does, in its order, and returns
+// the ephemeralOwner of the node it makes, which the transaction's type
+// decides, not the mode (DataTree.processTxn, measured on 3.8.0):
+//
+//   - a mode outside CreateMode is BADARGUMENTS (CreateMode.fromFlag);
+//   - a TTL mode without zookeeper.extendedTypesEnabled is UNIMPLEMENTED;
+//   - the TTL is checked against the mode (EphemeralType.validateTTL): a
+//     TTL mode needs 0 < ttl <= 2^40-1, any other mode a negative ttl
+//     (every op but createTTL carries -1), else BADARGUMENTS;
+//   - createContainer makes a container whatever its mode (the mode still
+//     decides the sequence suffix); createTTL a TTL node; create and
+//     create2 an ephemeral node for an ephemeral mode and a persistent
+//     node for any other, a container mode included.
+func (s *Server) createOwner(sess *serverSession, req Request) (int64, Code) {
+	mode := req.Mode
+	if mode < zk.FlagPersistent || mode > zk.FlagPersistentSequentialWithTTL {
+		return 0, CodeBadArguments
+	}
+	isTTL := mode == zk.FlagTTL || mode == zk.FlagPersistentSequentialWithTTL
+	if isTTL && !s.cfg.ExtendedTypes {
+		return 0, CodeUnimplemented
+	}
+	ttl := int64(-1)
+	if req.Op == OpCreateTTL {
+		ttl = req.TTLMs
+	}
+	if isTTL && (ttl <= 0 || ttl > ttlMaxMs) || !isTTL && ttl >= 0 {
+		return 0, CodeBadArguments
+	}
+	switch {
+	case req.Op == OpCreateCont:
+		return containerOwner, CodeOK
+	case req.Op == OpCreateTTL:
+		return ttlOwnerMask | ttl, CodeOK
+	case mode == zk.FlagEphemeral || mode == zk.FlagEphemeralSequential:
+		return sess.id, CodeOK
+	}
+	return 0, CodeOK
+}
+
+// crashesServer reports a request a real 3.8.0 server cannot apply: a
+// createTTL with a mode that is not a TTL mode and a negative TTL passes
+// every check (validateTTL asks a non-TTL mode for a negative TTL) and
+// then fails in DataTree.processTxn (EphemeralType.TTL.toEphemeralOwner),
+// which stops the server: measured, the process exits and the client's
+// connection closes unanswered. The simulator closes the connection
+// unanswered and applies nothing; it does not stop the server.
+func crashesServer(req Request) bool {
+	isTTL := req.Mode == zk.FlagTTL || req.Mode == zk.FlagPersistentSequentialWithTTL
+	return req.Op == OpCreateTTL && !isTTL && req.TTLMs < 0 &&
+		req.Mode >= zk.FlagPersistent && req.Mode <= zk.FlagPersistentSequentialWithTTL
+}
+
+// readNode is the node a read finds at path. DataTree's node map holds the
+// root under "" as well as "/", and the reads look paths up unvalidated:
+// exists, getData and getChildren of "" answer with the root (measured on
+// 3.8.0), though a watch they set on "" never fires, since no event names
+// "".
+func (s *Server) readNode(path string) *znode {
+	if path == "" {
+		return s.nodes["/"]
+	}
+	return s.nodes[path]
 }

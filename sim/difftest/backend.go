@@ -3,10 +3,13 @@ package difftest
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/zklab/zklab/recipes"
 	"github.com/zklab/zklab/recipes/zkconn"
 	"github.com/zklab/zklab/recipes/zkconn/zktest"
@@ -25,9 +28,15 @@ var _ Backend = (*SimBackend)(nil)
 
 // NewSim makes a world with n clients and waits until each has a session.
 func NewSim(cfg sim.Config, n int, sessionTimeout time.Duration) (*SimBackend, error) {
+	return NewSimFrom(cfg, make([]netip.Addr, n), sessionTimeout)
+}
+
+// NewSimFrom is NewSim with a client per address, connecting from it (the
+// zero Addr: sim.DefaultClientAddr).
+func NewSimFrom(cfg sim.Config, addrs []netip.Addr, sessionTimeout time.Duration) (*SimBackend, error) {
 	b := &SimBackend{W: sim.New(cfg)}
-	for range n {
-		c, err := b.W.NewClient(sim.ClientConfig{SessionTimeout: sessionTimeout})
+	for _, addr := range addrs {
+		c, err := b.W.NewClient(sim.ClientConfig{SessionTimeout: sessionTimeout, Addr: addr})
 		if err != nil {
 			return nil, err
 		}
@@ -133,15 +142,25 @@ var _ Backend = (*RealBackend)(nil)
 // DialReal connects n clients to addr and waits until each has a session.
 // With t, each client connects through its own fault proxy.
 func DialReal(t testing.TB, addr string, n int, sessionTimeout time.Duration) (*RealBackend, error) {
+	return DialRealFrom(t, addr, make([]netip.Addr, n), sessionTimeout)
+}
+
+// DialRealFrom is DialReal with a client per local address, which the
+// server sees as the client's (the zero Addr: the system's choice); a
+// loopback server can be reached from any 127.x.y.z. Without t only.
+func DialRealFrom(t testing.TB, addr string, locals []netip.Addr, sessionTimeout time.Duration) (*RealBackend, error) {
 	b := &RealBackend{Addr: addr}
 	ctx, cancel := context.WithTimeout(context.Background(), sessionWaitMax)
 	defer cancel()
-	for range n {
+	for _, local := range locals {
 		var opts []zkconn.Option
-		if t != nil {
+		switch {
+		case t != nil:
 			p := zktest.NewProxy(t, addr)
 			b.Proxies = append(b.Proxies, p)
 			opts = append(opts, zkconn.WithDialer(p.Dialer()))
+		case local.IsValid():
+			opts = append(opts, zkconn.WithDialer(localDialer(local)))
 		}
 		c, err := zkconn.Dial([]string{addr}, sessionTimeout, opts...)
 		if err != nil {
@@ -170,5 +189,13 @@ func (b *RealBackend) Do(i int, fn func(ctx context.Context, c recipes.Conn)) er
 func (b *RealBackend) Close() {
 	for _, c := range b.Conns {
 		c.Close()
+	}
+}
+
+// localDialer dials from local, so that the server sees that address.
+func localDialer(local netip.Addr) zk.Dialer {
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		d := net.Dialer{Timeout: timeout, LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(local, 0))}
+		return d.Dial(network, address)
 	}
 }

@@ -2,6 +2,7 @@ package difftest
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -12,7 +13,18 @@ import (
 	"github.com/zklab/zklab/sim"
 )
 
-func TestMain(m *testing.M) { os.Exit(zktest.Main(m)) }
+func TestMain(m *testing.M) {
+	// The server this package starts has a super user (SuperPassword).
+	if os.Getenv(zktest.EnvServer) == "" && os.Getenv("SERVER_JVMFLAGS") == "" {
+		os.Setenv("SERVER_JVMFLAGS", SuperJVMFlag)
+		superConfigured = true
+	}
+	os.Exit(zktest.Main(m))
+}
+
+// superConfigured reports whether the real server knows SuperPassword: it
+// does when this package started it.
+var superConfigured bool
 
 // sessionTimeout is every client's requested session timeout in the
 // sequences: long enough that nothing expires during one.
@@ -33,6 +45,10 @@ type Sequence struct {
 	Ops            []Op
 	Seed           uint64        // the simulator's seed
 	SessionTimeout time.Duration // zero: sessionTimeout
+	// Addrs are the clients' addresses, by client (none: the default),
+	// which the ip scheme sees; a real server gets them as the local
+	// addresses of its clients' connections (127.0.0.0/8 reaches it).
+	Addrs []netip.Addr
 }
 
 // proxyTB is the test that owns the fault proxies of a sequence's real
@@ -73,7 +89,11 @@ func transcripts(t TB, addr string, seq Sequence) (simLines, realLines []string)
 	if seq.SessionTimeout != 0 {
 		timeout = seq.SessionTimeout
 	}
-	sb, err := NewSim(sim.Config{Seed: seq.Seed, CheckEveryStep: true}, seq.Clients, timeout)
+	addrs := seq.Addrs
+	if len(addrs) == 0 {
+		addrs = make([]netip.Addr, seq.Clients)
+	}
+	sb, err := NewSimFrom(sim.Config{Seed: seq.Seed, CheckEveryStep: true, Server: sim.ServerConfig{SuperDigest: SuperDigest}}, addrs, timeout)
 	if err != nil {
 		t.Fatalf("sim: %v", err)
 	}
@@ -88,7 +108,7 @@ func transcripts(t TB, addr string, seq Sequence) (simLines, realLines []string)
 		}
 	}
 
-	rb, err := DialReal(proxyTB(t, seq), addr, seq.Clients, timeout)
+	rb, err := DialRealFrom(proxyTB(t, seq), addr, addrs, timeout)
 	if err != nil {
 		t.Fatalf("real: %v", err)
 	}

@@ -38,6 +38,12 @@ const (
 	// Fault injects Op.Fault on the client's connection or session and
 	// waits until the client has a session again.
 	Fault Kind = "fault"
+	// AddAuth adds Op.Cred to the client's connection; when the server
+	// refuses it (and closes the connection), it waits until the client
+	// has a session again.
+	AddAuth Kind = "addAuth"
+	GetACL  Kind = "getACL"
+	SetACL  Kind = "setACL" // Op.ACL, with Op.Version the expected aversion
 )
 
 // The faults an Op can inject, on both backends.
@@ -85,6 +91,9 @@ func (a ACLKind) acl() []zk.ACL {
 		return zk.WorldACL(zk.PermRead)
 	case ACLNone:
 		return []zk.ACL{}
+	}
+	if acl, ok := aclKinds[a]; ok {
+		return acl
 	}
 	return zk.WorldACL(zk.PermAll)
 }
@@ -149,6 +158,7 @@ type Op struct {
 	Version int32
 	Ops     []SubOp // of a multi
 	Fault   string  // of a Fault
+	Cred    Cred    // of an AddAuth
 }
 
 // A SubOp is one operation of a multi.
@@ -158,6 +168,7 @@ type SubOp struct {
 	Data    Data
 	Flags   int32
 	Version int32
+	ACL     ACLKind // of a create
 }
 
 func (op Op) String() string {
@@ -180,6 +191,14 @@ func (op Op) String() string {
 	case Close, WaitSession:
 	case Fault:
 		b.WriteString(" " + op.Fault)
+	case AddAuth:
+		fmt.Fprintf(&b, " %s", op.Cred)
+	case SetACL:
+		acl := op.ACL
+		if acl == ACLAll {
+			acl = "all"
+		}
+		fmt.Fprintf(&b, " %v acl=%s v=%d", op.Path, acl, op.Version)
 	default:
 		fmt.Fprintf(&b, " %v", op.Path)
 	}
@@ -189,6 +208,9 @@ func (op Op) String() string {
 func (s SubOp) String() string {
 	switch s.Kind {
 	case SubCreate:
+		if s.ACL != ACLAll {
+			return fmt.Sprintf("create %v data=%v flags=%d acl=%s", s.Path, s.Data, s.Flags, s.ACL)
+		}
 		return fmt.Sprintf("create %v data=%v flags=%d", s.Path, s.Data, s.Flags)
 	case SubSet:
 		return fmt.Sprintf("set %v data=%v v=%d", s.Path, s.Data, s.Version)
@@ -200,7 +222,7 @@ func (s SubOp) request(root string) any {
 	p := s.Path.full(root)
 	switch s.Kind {
 	case SubCreate:
-		return &zk.CreateRequest{Path: p, Data: s.Data.bytes(), Acl: zk.WorldACL(zk.PermAll), Flags: s.Flags}
+		return &zk.CreateRequest{Path: p, Data: s.Data.bytes(), Acl: s.ACL.acl(), Flags: s.Flags}
 	case SubDelete:
 		return &zk.DeleteRequest{Path: p, Version: s.Version}
 	case SubSet:

@@ -3,7 +3,6 @@ package difftest
 import (
 	"fmt"
 	"strings"
-	"testing"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zklab/zklab/sim"
@@ -16,9 +15,12 @@ import (
 type rawStep struct {
 	client int
 	req    sim.Request
+	// zxidFromBase makes req.RelativeZxid an offset from the zxid of the
+	// root's creation, so that setWatches can name a point in the run.
+	zxidFromBase bool
 }
 
-func step(client int, req sim.Request) rawStep { return rawStep{client, req} }
+func step(client int, req sim.Request) rawStep { return rawStep{client: client, req: req} }
 
 var openACL = zk.WorldACL(zk.PermAll)
 
@@ -28,6 +30,10 @@ func rCreate(path string, data string, mode int32) sim.Request {
 
 func rCreate2(path string, mode int32) sim.Request {
 	return sim.Request{Op: sim.OpCreate2, Path: path, Data: []byte("c2"), Mode: mode, ACL: openACL}
+}
+
+func rCreateTTL(op sim.OpCode, path string, mode int32, ttl int64) sim.Request {
+	return sim.Request{Op: op, Path: path, Mode: mode, TTLMs: ttl, ACL: openACL}
 }
 
 func rSet(path, data string) sim.Request {
@@ -139,6 +145,8 @@ func (r *rawRenderer) reply(req sim.Request, resp sim.Response) string {
 		fmt.Fprintf(&b, " children=%v stat=%s", resp.Children, r.stat(resp.Stat))
 	case sim.OpGetChildrenNoStat:
 		fmt.Fprintf(&b, " children=%v", resp.Children)
+	case sim.OpGetACL:
+		fmt.Fprintf(&b, " acl=%v stat=%s", resp.ACL, r.stat(resp.Stat))
 	case sim.OpGetEphemerals:
 		fmt.Fprintf(&b, " ephemerals=%s", r.paths(resp.Ephemerals))
 	case sim.OpGetAllChildrenNum:
@@ -182,7 +190,7 @@ type rawSide interface {
 }
 
 // rawTranscript runs the steps on one side and renders them.
-func rawTranscript(t *testing.T, side rawSide, clients int, root string, steps []rawStep) []string {
+func rawTranscript(t TB, side rawSide, clients int, root string, steps []rawStep) []string {
 	t.Helper()
 	r := &rawRenderer{root: root, sessions: map[int64]string{}}
 	for c := range clients {
@@ -197,6 +205,9 @@ func rawTranscript(t *testing.T, side rawSide, clients int, root string, steps [
 	reported := make([]bool, clients) // closed, and said so
 	for i, st := range steps {
 		req := resolve(st.req, root)
+		if st.zxidFromBase {
+			req.RelativeZxid += r.base
+		}
 		events, resp, ok, err := side.do(st.client, req)
 		if err != nil {
 			t.Fatalf("step %d: %v", i+1, err)
@@ -264,7 +275,7 @@ type simSide struct {
 	xid      int32
 }
 
-func newSimSide(t *testing.T, cfg sim.ServerConfig, clients int) *simSide {
+func newSimSide(t TB, cfg sim.ServerConfig, clients int) *simSide {
 	s := &simSide{s: sim.NewServer(cfg), isClosed: make([]bool, clients), pending: make([][]zk.Event, clients)}
 	for c := range clients {
 		s.s.Open(sim.ConnID(c + 1))

@@ -199,6 +199,8 @@ func (r *Run) exec(ctx context.Context, n int, op Op, c recipes.Conn) string {
 		return r.waitSession(ctx, op.Client, c)
 	case Fault:
 		return r.fault(ctx, op, c)
+	case AddAuth, GetACL, SetACL:
+		return r.execACL(ctx, op, c)
 	}
 	panic(fmt.Sprintf("difftest: unknown op kind %q", op.Kind))
 }

@@ -192,7 +192,7 @@ func TestStatsAndConns(t *testing.T) {
 		if _, _, _, err := a.GetW("/zookeeper"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.Create("/n", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		if _, err := a.Create("/n", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatal(err)
 		}
 		conns := srv.Conns()
@@ -202,7 +202,7 @@ func TestStatsAndConns(t *testing.T) {
 		}
 		st := srv.Stats()
 		if st.Connections != 1 || st.Sessions != 1 || st.NodeCount != 5 || st.Watches != 1 || st.WatchPaths != 1 ||
-			st.WatchConns != 1 || st.Zxid == 0 || st.Received < 3 {
+			st.WatchConns != 1 || st.Zxid == 0 || st.Received < 3 || st.Ephemerals != 1 || st.ApproximateDataSize == 0 {
 			t.Fatalf("stats: %+v", st)
 		}
 		srv.ResetStats()

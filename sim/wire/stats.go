@@ -50,6 +50,12 @@ type Stats struct {
 	// Watches counts the registered watches (sim.Server.Watches):
 	// WatchPaths the distinct paths, WatchConns the connections with one.
 	Watches, WatchPaths, WatchConns int
+	// Ephemerals counts the live sessions' ephemeral nodes.
+	Ephemerals int
+	// ApproximateDataSize is the znodes' paths and data, in bytes.
+	ApproximateDataSize int64
+	// Started is when the server was made (New): uptime counts from it.
+	Started time.Time
 }
 
 type counters struct {
@@ -123,6 +129,10 @@ func (s *Server) Stats() Stats {
 	st := Stats{
 		Connections: len(s.conns), Received: s.stats.received, Sent: s.stats.sent,
 		Zxid: s.sim.LastZxid(), NodeCount: s.sim.NodeCount(), Sessions: len(s.sim.Sessions()),
+		ApproximateDataSize: s.sim.ApproximateDataSize(), Started: s.start,
+	}
+	for _, id := range s.sim.Sessions() {
+		st.Ephemerals += len(s.sim.EphemeralsOf(id))
 	}
 	st.MinLatencyMs, st.AvgLatencyMs, st.MaxLatencyMs = s.stats.latencies()
 	for _, c := range s.conns {

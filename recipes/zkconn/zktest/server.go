@@ -70,9 +70,27 @@ func Start(t testing.TB) *Server {
 		return external(t, addr)
 	}
 	requireInstall(t)
-	s, err := start(t.TempDir())
+	s, err := start(t.TempDir(), nil)
 	if err != nil {
 		t.Fatalf("zktest: starting ZooKeeper: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// StartWithJVMFlags gives the test its own server started with extra JVM
+// flags (SERVER_JVMFLAGS), such as -Dzookeeper.extendedTypesEnabled=true.
+// With ZKLAB_ZK set it skips the test: that server's flags are not this
+// package's to choose.
+func StartWithJVMFlags(t testing.TB, flags ...string) *Server {
+	t.Helper()
+	if addr := os.Getenv(EnvServer); addr != "" {
+		t.Skipf("zktest: the test needs a server started with %v, not %s=%s", flags, EnvServer, addr)
+	}
+	requireInstall(t)
+	s, err := start(t.TempDir(), flags)
+	if err != nil {
+		t.Fatalf("zktest: starting ZooKeeper with %v: %v", flags, err)
 	}
 	t.Cleanup(s.Stop)
 	return s
@@ -99,7 +117,7 @@ func Shared(t testing.TB) *Server {
 		if shared.err != nil {
 			return
 		}
-		shared.s, shared.err = start(shared.dir)
+		shared.s, shared.err = start(shared.dir, nil)
 	})
 	if shared.err != nil {
 		t.Fatalf("zktest: starting the shared ZooKeeper: %v", shared.err)
@@ -144,10 +162,10 @@ func external(t testing.TB, addr string) *Server {
 
 // start launches zkServer.sh start-foreground with a generated config in
 // dir and waits until it grants a session (waitReady).
-func start(dir string) (*Server, error) {
+func start(dir string, jvmFlags []string) (*Server, error) {
 	var errs []error
 	for attempt := range startAttemptsMax {
-		s, err := startOnce(filepath.Join(dir, fmt.Sprintf("zk%d", attempt)))
+		s, err := startOnce(filepath.Join(dir, fmt.Sprintf("zk%d", attempt)), jvmFlags)
 		if err == nil {
 			return s, nil
 		}
@@ -156,7 +174,7 @@ func start(dir string) (*Server, error) {
 	return nil, errors.Join(errs...)
 }
 
-func startOnce(dir string) (*Server, error) {
+func startOnce(dir string, jvmFlags []string) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -189,6 +207,9 @@ func startOnce(dir string) (*Server, error) {
 	s.cmd = exec.Command(ZkServerScript, "start-foreground", cfg)
 	s.cmd.Dir = dir
 	s.cmd.Env = append(os.Environ(), "ZOO_LOG_DIR="+dir)
+	if len(jvmFlags) > 0 {
+		s.cmd.Env = append(s.cmd.Env, "SERVER_JVMFLAGS="+strings.Join(jvmFlags, " "))
+	}
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	// Its own process group, so that Stop kills the script and the JVM; and
 	// killed with the test binary if that dies without stopping it.
