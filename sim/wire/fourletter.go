@@ -163,16 +163,10 @@ func javaDouble(ms int64) string { return strconv.FormatInt(ms, 10) + ".0" }
 // request-processor metrics a real server adds are left out.
 func (f *FourLetterWords) mntr(w io.Writer) {
 	st := f.Server.Stats()
-	var ephemerals int
-	f.Server.Inspect(func(srv *sim.Server) {
-		for _, s := range srv.SessionInfos() {
-			ephemerals += len(s.Ephemerals)
-		}
-	})
 	kv := func(k string, v any) { fmt.Fprintf(w, "zk_%s\t%v\n", k, v) }
 	kv("version", ServerVersion)
 	kv("server_state", "standalone")
-	kv("ephemerals_count", ephemerals)
+	kv("ephemerals_count", st.Ephemerals)
 	kv("num_alive_connections", st.Connections)
 	kv("avg_latency", javaDouble(st.AvgLatencyMs))
 	kv("outstanding_requests", st.Outstanding)
@@ -182,8 +176,9 @@ func (f *FourLetterWords) mntr(w io.Writer) {
 	kv("packets_received", st.Received)
 	kv("watch_count", st.Watches)
 	kv("min_latency", st.MinLatencyMs)
+	kv("approximate_data_size", st.ApproximateDataSize)
 	kv("local_sessions", 0)
-	kv("uptime", f.now().Sub(f.Epoch).Milliseconds())
+	kv("uptime", f.now().Sub(st.Started).Milliseconds())
 	kv("max_latency", st.MaxLatencyMs)
 }
 
