@@ -95,8 +95,10 @@ type ExploreProgress struct {
 	// Elapsed is the wall time since the search began; TimeBudget the
 	// budget in time, 0 for none.
 	Elapsed, TimeBudget time.Duration
-	// ShrinkRuns are the runs tried while shrinking.
+	// ShrinkRuns are the runs tried while shrinking, and ShrinkLeft what
+	// is left of the shrinking's time bound (ShrinkTime).
 	ShrinkRuns int
+	ShrinkLeft time.Duration
 	// Workers is the number of schedules run at once.
 	Workers int
 }

@@ -56,7 +56,9 @@ type explorer struct {
 	steps    uint64
 	shrunk   int // runs tried while shrinking
 	shrinkOn bool
-	cov      *Coverage // of the merged schedules
+	// shrinkStart is when shrinking began.
+	shrinkStart time.Time
+	cov         *Coverage // of the merged schedules
 	// snaps are the coverage of the first k schedules, k a multiple of
 	// seenEpoch; mergedCond signals when more are merged.
 	snaps      map[int]*Coverage
@@ -178,6 +180,7 @@ func (e *explorer) progressLocked() {
 	p := ExploreProgress{Stage: StageExploring, Runs: e.done, Budget: e.o.Runs, Elapsed: time.Since(e.start), TimeBudget: e.o.Time, Workers: e.workers}
 	if e.shrinkOn {
 		p.Stage, p.Runs, p.ShrinkRuns = StageShrinking, e.merged, e.shrunk
+		p.ShrinkLeft = max(0, e.o.ShrinkTime-time.Since(e.shrinkStart))
 	}
 	e.o.Progress(p)
 }
@@ -332,7 +335,7 @@ func (e *explorer) shrink(runs int) (*Result, error) {
 		return nil, err
 	}
 	e.mu.Lock()
-	e.shrinkOn = true
+	e.shrinkOn, e.shrinkStart = true, time.Now()
 	e.mu.Unlock()
 	var last *Result
 	tb := &exploreTB{name: "zklab-explore-" + e.o.Recipe}

@@ -371,7 +371,7 @@ func printExploreZK(w io.Writer, o scenarios.ExploreOptions, seed uint64, k, n i
 func exploreProgressLine(p scenarios.ExploreProgress) string {
 	elapsed := p.Elapsed.Round(time.Second)
 	if p.Stage == scenarios.StageShrinking {
-		return fmt.Sprintf("violation at schedule %d; shrinking: %d runs tried, %v elapsed", p.Runs, p.ShrinkRuns, elapsed)
+		return fmt.Sprintf("violation at schedule %d; shrinking: %d runs tried, %v elapsed, at most %v left", p.Runs, p.ShrinkRuns, elapsed, p.ShrinkLeft.Round(time.Second))
 	}
 	var left []string
 	if p.Budget > 0 {
