@@ -391,7 +391,7 @@ func Explore(o ExploreOptions) (*ExploreResult, error) {
 		return res, nil
 	}
 	res.Failure = shrinkFailure(&o, res.Found, last)
-	file, err := writeFailure(&o, last)
+	file, err := writeFailure(&o, res.Failure)
 	if err != nil {
 		return res, err
 	}
