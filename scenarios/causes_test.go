@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zklab/zklab/recipes"
@@ -249,5 +250,32 @@ func TestOneClientOneNodeIsOneHolder(t *testing.T) {
 	res := replayQueueScenario(t, "testdata/causes/retake-own-node.scenario")
 	if zk := res.Verdict.Check(scenarios.CheckZKHolders); zk.Outcome != scenarios.Pass || zk.Detail != "2 leases" {
 		t.Errorf("zk-holders %s %s, want pass with 2 leases", zk.Outcome, zk.Detail)
+	}
+}
+
+// grantAll grants every acquire at once, on no node.
+type grantAll struct{ c recipes.Conn }
+
+func (l grantAll) Acquire(ctx context.Context) (scenarios.Lease, error) {
+	return nodeless{session: l.c.Session().ID}, nil
+}
+
+type nodeless struct{ session int64 }
+
+func (nodeless) Token() int64                      { return 1 }
+func (l nodeless) SessionID() int64                { return l.session }
+func (nodeless) Nodes() []string                   { return nil }
+func (nodeless) Release(ctx context.Context) error { return nil }
+
+// TestNodelessLeasesAreHoldersEach: leases that name no node are not one
+// holder for sharing "no node": each client that holds one is a holder.
+func TestNodelessLeasesAreHoldersEach(t *testing.T) {
+	sc := &scenarios.Scenario{Recipe: "grant-all", Clients: 2, Hold: 100 * time.Millisecond}
+	res, err := scenarios.Run(sc, scenarios.RunOptions{Recipe: func(c recipes.Conn, _ string, _ recipes.Options) scenarios.Lock { return grantAll{c} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if zk := res.Verdict.Check(scenarios.CheckZKHolders); zk.Outcome != scenarios.Fail || !strings.Contains(zk.Detail, "c1 (token 0x1") || !strings.Contains(zk.Detail, "c2 (token 0x1") {
+		t.Errorf("zk-holders %s %s, want c1 and c2 to hold", zk.Outcome, zk.Detail)
 	}
 }

@@ -423,11 +423,11 @@ func (r *runner) admits(holders []span) bool {
 }
 
 // holderOf names who holds with lease l: in ZooKeeper's view on the
-// simulator, the server's lives of its nodes; otherwise the client and
-// the nodes it names.
+// simulator, the server's lives of its nodes; otherwise (and for a lease
+// that names no node) the client and the nodes it names.
 func (r *runner) holderOf(l *lockRec, zkView bool) string {
 	var b strings.Builder
-	if zkView && r.real == nil {
+	if zkView && r.real == nil && len(l.lives) > 0 {
 		for i, z := range l.lives {
 			if z == nil {
 				b.WriteString(l.nodes[i] + "(gone);")

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -45,6 +46,14 @@ func TestShrinkNeverAddsFaults(t *testing.T) {
 	}
 	if again.Verdict.Check(check).Outcome != Fail {
 		t.Errorf("the shrunk scenario does not fail %s again:\n%s\n%s", check, Format(got.Scenario), again.Verdict)
+	}
+	// The file written is the shrunk run.
+	written, err := ParseFile(res.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(written.Faults) != len(res.Failure.Scenario.Faults) || !slices.Equal(written.Schedule, res.Failure.Scenario.Schedule) || written.Clients != res.Failure.Scenario.Clients {
+		t.Errorf("the file written is not the shrunk run:\n%s\nshrunk:\n%s", Format(written), Format(res.Failure.Scenario))
 	}
 	if len(res.Failure.Scenario.Faults) > len(found.Scenario.Faults) {
 		t.Errorf("Explore shrunk to %d faults from a run with %d", len(res.Failure.Scenario.Faults), len(found.Scenario.Faults))

@@ -1,0 +1,82 @@
+package scenarios
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zklab/zklab/sim"
+)
+
+// TestServerTreeFollowsTheServer: the tree the checks read is the
+// server's own: a node's life begins at the create the server applied
+// (a sequential node under its real name), ends at the delete the server
+// applied (not at one it refused), and an ephemeral's life ends when its
+// session is closed by its client or expired by the server.
+func TestServerTreeFollowsTheServer(t *testing.T) {
+	obs := newObserver(false, 2)
+	w := sim.New(sim.Config{Seed: 1, Strategy: firstStrategy{}, Trace: obs, MaxTime: time.Hour})
+	obs.w, obs.tree.server = w, w.Server()
+	open := zk.WorldACL(zk.PermAll)
+	c1, _ := w.NewClient(sim.ClientConfig{SessionTimeout: 2 * time.Second})
+	c2, _ := w.NewClient(sim.ClientConfig{SessionTimeout: 2 * time.Second})
+	var seq string
+	w.Go(c1, "c1", func(ctx context.Context) {
+		must := func(_ string, err error) {
+			if err != nil {
+				t.Errorf("c1: %v", err)
+			}
+		}
+		must(c1.Create(ctx, "/d", nil, 0, open))
+		must(c1.Create(ctx, "/d/e", nil, zk.FlagEphemeral, open))
+		name, err := c1.Create(ctx, "/d/s-", nil, zk.FlagEphemeral|zk.FlagSequence, open)
+		must(name, err)
+		seq = name
+		if err := c1.Delete(ctx, seq, 5); err != zk.ErrBadVersion {
+			t.Errorf("delete with a wrong version: %v", err)
+		}
+		if err := c1.Delete(ctx, seq, -1); err != nil {
+			t.Errorf("delete: %v", err)
+		}
+		c1.Close()
+	})
+	w.Go(c2, "c2", func(ctx context.Context) {
+		if err := c2.Sleep(ctx, 100*time.Millisecond); err != nil {
+			return
+		}
+		if _, err := c2.Create(ctx, "/d/x", nil, zk.FlagEphemeral, open); err != nil {
+			t.Errorf("c2: %v", err)
+		}
+		if err := w.Inject(sim.Fault{Kind: sim.FaultExpire, Client: 2}); err != nil {
+			t.Errorf("expire: %v", err)
+		}
+		c2.Sleep(ctx, time.Second)
+	})
+	if err := w.RunFor(10 * time.Second); err != nil && err != sim.ErrDeadlock {
+		t.Fatal(err)
+	}
+	obs.tree.flush()
+	w.Close()
+	life := func(p string) *znodeLife {
+		for _, z := range obs.tree.lives {
+			if z.path == p {
+				return z
+			}
+		}
+		t.Fatalf("no life of %s in %d lives", p, len(obs.tree.lives))
+		return nil
+	}
+	if z := life("/d"); !z.created || z.creator != 1 || z.owner != 0 || z.ended {
+		t.Errorf("/d: %+v", *z)
+	}
+	if z := life(seq); !z.created || z.owner == 0 || !z.ended || z.endOp != "delete" || z.endedBy != 1 || z.endStep <= z.createStep {
+		t.Errorf("%s: %+v", seq, *z)
+	}
+	if z := life("/d/e"); !z.ended || z.endOp != "closeSession" || z.endedBy != 1 {
+		t.Errorf("/d/e, ended at its session's close: %+v", *z)
+	}
+	if z := life("/d/x"); !z.created || z.creator != 2 || !z.ended || z.endOp != "expiry" || z.endedBy != 0 {
+		t.Errorf("/d/x, ended at its session's expiry: %+v", *z)
+	}
+}
