@@ -6,8 +6,11 @@ GO ?= go
 # test installs what the tests need, then runs vet and every test, with
 # the race detector (fuzz targets run their seed corpus there), then
 # fuzzes each target briefly. A longer search: make fuzz FUZZTIME=10m.
+# cmd/zklab runs go-zookeeper's integration suite against a real
+# ZooKeeper and against zklab serve, so a package may take longer than
+# go test's default 10-minute limit on a loaded machine.
 test: deps vet
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 45m ./...
 	$(MAKE) fuzz
 
 FUZZTIME ?= 10s

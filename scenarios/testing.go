@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -227,15 +226,4 @@ func (l *nodeLease) Release(ctx context.Context) error {
 		return nil
 	}
 	return err
-}
-
-// rapidChecks is the rapid.checks setting that makes rapid run n checks:
-// under go test -short rapid runs a fifth of its setting, which rounds a
-// budget's last runs down to none (and Explore, counting runs, would ask
-// again forever).
-func rapidChecks(n int) int {
-	if testing.Short() {
-		return n * 5
-	}
-	return n
 }
