@@ -69,7 +69,6 @@ type Server struct {
 	timer     *time.Timer
 	timerAtMs int64 // the deadline the timer is armed for, math.MaxInt64 if none
 	stats     counters
-	faults    faultState // faults.go
 
 	wg sync.WaitGroup // every goroutine the server started
 }
@@ -288,17 +287,6 @@ func (s *Server) flushLocked() {
 		if c == nil {
 			panic(fmt.Sprintf("wire: output for unknown connection %d", o.Conn))
 		}
-		if c.muted {
-			// A fault silenced the connection (faults.go): what the
-			// server sends on it is lost.
-			switch o.Kind {
-			case sim.OutReply:
-				delete(c.pending, o.Reply.Xid)
-			case sim.OutClose:
-				c.closeAfterFlush("closed by the server")
-			}
-			continue
-		}
 		switch o.Kind {
 		case sim.OutConnect:
 			c.enqueue(AppendConnectResponse(c.out, o.Connect, c.connect.HasReadOnly))
@@ -366,7 +354,6 @@ type conn struct {
 	closing     bool
 	closeReason string
 	gone        bool // the reader has ended and reported the close
-	muted       bool // a fault silenced it: nothing more is applied or sent (faults.go)
 	wake        chan struct{}
 }
 
@@ -496,10 +483,6 @@ func (c *conn) handshake(body []byte) string {
 	}
 	nowMs := s.nowMs()
 	s.advanceLocked(nowMs)
-	if req.SessionID != 0 && s.partitionedLocked(req.SessionID, time.Now()) {
-		c.muted = true // a partitioned session's handshake gets no answer
-		return ""
-	}
 	c.connect = req
 	c.stats.received++
 	s.stats.received++
@@ -529,22 +512,15 @@ func (c *conn) request(body []byte) string {
 		// handshake, closeSession): what the client sent after is unread.
 		return ""
 	}
-	if c.muted {
-		return "" // a fault silenced the connection: read and lost
-	}
-	s.requestWithFaultsLocked(c, req, nowMs, time.Now())
-	s.rearmLocked(nowMs)
-	return ""
-}
-
-// applyLocked applies a request and queues what it produces.
-func (s *Server) applyLocked(c *conn, req sim.Request, nowMs int64, at time.Time) {
+	at := time.Now()
 	c.stats.request(req, at)
 	s.stats.received++
 	c.pending[req.Xid] = pendingRequest{op: req.Op, at: at}
 	s.obs.RequestReceived(at, c.id, c.session, req)
 	s.sim.Receive(nowMs, c.id, req)
 	s.flushLocked()
+	s.rearmLocked(nowMs)
+	return ""
 }
 
 // end is the reader's last act: the connection is gone, by the client's
