@@ -69,7 +69,8 @@ type Server struct {
 	timer     *time.Timer
 	timerAtMs int64 // the deadline the timer is armed for, math.MaxInt64 if none
 	stats     counters
-	faults    faultState // faults.go
+	faults    faultState  // faults.go
+	keyed     keyedFaults // keyed.go
 
 	wg sync.WaitGroup // every goroutine the server started
 }
@@ -534,6 +535,7 @@ func (c *conn) request(body []byte) string {
 		// handshake, closeSession): what the client sent after is unread.
 		return ""
 	}
+	keyed, fired := s.keyedBeforeLocked(c, req)
 	switch s.requestFaultLocked(c, req) {
 	case failRequest:
 		c.enqueue(AppendReply(c.out, req.Op, &sim.Response{Xid: req.Xid, Err: sim.CodeAPIError}))
@@ -548,6 +550,9 @@ func (c *conn) request(body []byte) string {
 	s.obs.RequestReceived(at, c.id, c.session, req)
 	s.sim.Receive(nowMs, c.id, req)
 	s.flushLocked()
+	if fired {
+		s.keyedAfterLocked(c, keyed, nowMs)
+	}
 	s.rearmLocked(nowMs)
 	return ""
 }
