@@ -295,9 +295,13 @@ func runOnce(t *testing.T, sc *Scenario, client Client, quiet time.Duration) out
 			stuck = append(stuck, c)
 		}
 		slices.Sort(stuck)
-		for _, c := range stuck {
+		for i, c := range stuck {
+			behind := "; the same nodes are left behind"
+			if i == 0 {
+				behind = leftBehind(srv, sessions, r.holding)
+			}
 			r.violate("liveness: client %d waited for the lock from %v to %v, %v past the last fault, and never got it%s",
-				c, r.waitingSince[c].Sub(r.start), r.since(), quiet, leftBehind(srv, sessions, r.holding))
+				c, r.waitingSince[c].Sub(r.start), r.since(), quiet, behind)
 		}
 		r.mu.Unlock()
 		for _, f := range srv.KeyedFaultsFired() {
