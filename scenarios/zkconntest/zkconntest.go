@@ -195,10 +195,12 @@ func (o Options) withDefaults() Options {
 
 // Result is what Explore, Test or Replay found.
 type Result struct {
-	// Runs is the runs explored, up to and with the first failing one;
-	// ToFailure the wall time to it, Elapsed the whole search's.
-	Runs               int
-	ToFailure, Elapsed time.Duration
+	// Runs is the runs explored, up to and with the failing one kept;
+	// FirstFailure is the wall time to the first run that failed a check,
+	// ToFailure to the failure kept (shrunk, and failing every replay),
+	// Elapsed the whole search's.
+	Runs                             int
+	FirstFailure, ToFailure, Elapsed time.Duration
 	// Failure is the shrunk failing scenario, nil if none failed, and
 	// Violations what it violated when last run.
 	Failure    *Scenario
@@ -465,6 +467,9 @@ func Explore(t *testing.T, name string, client Client, o Options) *Result {
 		out := runOnce(t, &sc, client, o.Quiet)
 		if len(out.violations) == 0 {
 			continue
+		}
+		if res.FirstFailure == 0 {
+			res.FirstFailure = time.Since(began)
 		}
 		// A failure that hangs on how go-zookeeper's goroutines raced is
 		// no use as a regression scenario: keep only one that fails on
