@@ -39,7 +39,7 @@ func TestFindsZkLockOrphanedNode(t *testing.T) {
 		for try := range 5 {
 			rep := zkconntest.Replay(t, sc, zkconntest.LockClient(newZkLock), 0)
 			if rep.Failure == nil || !strings.HasPrefix(rep.Violations[0], "liveness:") {
-				t.Fatalf("seed %d: replay %d of %s: %q, want the liveness violation", seed, try, res.File, rep.Violations)
+				t.Fatalf("seed %d: replay %d of %s (%v): %q, want the liveness violation", seed, try, res.File, sc.Faults, rep.Violations)
 			}
 		}
 	}
@@ -75,5 +75,36 @@ func TestScenarioFile(t *testing.T) {
 		if _, err := zkconntest.Parse("f.zkconn", bad.text); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("Parse(%q) = %v, want an error with %q", bad.text, err, bad.want)
 		}
+	}
+}
+
+// noWaitLock takes the lock by creating its node and never waits: two
+// clients hold it at once.
+type noWaitLock struct {
+	c    *zk.Conn
+	node string
+}
+
+func (l *noWaitLock) Lock() error {
+	if _, err := l.c.Create("/nowait", nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
+		return err
+	}
+	node, err := l.c.Create("/nowait/n-", nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	l.node = node
+	return err
+}
+
+func (l *noWaitLock) Unlock() error { return l.c.Delete(l.node, -1) }
+
+// The one-holder check fails a lock that lets two clients in, with no
+// fault needed.
+func TestTwoHoldersCaught(t *testing.T) {
+	newLock := func(c *zk.Conn) zkconntest.Locker { return &noWaitLock{c: c} }
+	res := zkconntest.Explore(t, "nowait", zkconntest.LockClient(newLock), zkconntest.Options{Clients: 3, Dir: t.TempDir()})
+	if res.Failure == nil || !strings.HasPrefix(res.Violations[0], "two holders:") {
+		t.Fatalf("violations %q, want two holders", res.Violations)
+	}
+	if len(res.Failure.Faults) != 0 || res.Failure.Clients != 2 {
+		t.Fatalf("shrunk to %d clients and faults %v, want 2 clients and none", res.Failure.Clients, res.Failure.Faults)
 	}
 }
