@@ -15,7 +15,8 @@
 // A program with its own goroutines is a Client (one per *zk.Conn) given
 // to Test; it tells a Recorder when it waits for, holds and lets go of its
 // lock. Each run: the clients connect one after the other (so their
-// session ids are the same in every run), the faults are armed on the
+// session ids are the same in every run) and start 10 ms of virtual time
+// apart (so which asks first is too), the faults are armed on the
 // server as wire.KeyedFaults (lose the reply of client 1's 2nd
 // getChildren, drop a request, disconnect after a reply, expire the
 // session, partition it), and the clients run until done, or until the

@@ -241,6 +241,9 @@ func (r *run) violate(format string, args ...any) {
 	r.violations = append(r.violations, fmt.Sprintf(format, args...))
 }
 
+// clientStagger is the virtual time between two clients' starts.
+const clientStagger = 10 * time.Millisecond
+
 // outcome is one run's verdict.
 type outcome struct {
 	violations []string
@@ -273,6 +276,10 @@ func runOnce(t *testing.T, sc *Scenario, client Client, quiet time.Duration) out
 		var doneMu sync.Mutex
 		for i := range conns {
 			wg.Go(func() {
+				// Clients start clientStagger of virtual time apart, so
+				// that which asks first is the same in every run rather
+				// than the Go scheduler's pick.
+				time.Sleep(time.Duration(i) * clientStagger)
 				client(ctx, i, conns[i], &Recorder{r: r, client: i, conn: conns[i], cycles: sc.Cycles})
 				doneMu.Lock()
 				done[i] = true
@@ -369,7 +376,7 @@ var faultOps = []sim.OpCode{sim.OpCreate, sim.OpDelete, sim.OpExists, sim.OpGetD
 // leftBehind describes the ephemerals of live client sessions that hold
 // nothing: the nodes a waiter is stuck behind.
 func leftBehind(srv *inproc.Server, sessions []int64, holding map[int]int64) string {
-	var b strings.Builder
+	var found []string
 	srv.Inspect(func(s *sim.Server) {
 		live := s.Sessions()
 		var walk func(path string)
@@ -388,7 +395,7 @@ func leftBehind(srv *inproc.Server, sessions []int64, holding map[int]int64) str
 					if c := slices.Index(sessions, info.Owner); c >= 0 {
 						who = fmt.Sprintf("client %d's", c)
 					}
-					fmt.Fprintf(&b, "; %s, ephemeral of %s live session %s, which holds no lock, is left behind", path, who, wire.SessionHex(info.Owner))
+					found = append(found, fmt.Sprintf("; %s, ephemeral of %s live session %s, which holds no lock, is left behind", path, who, wire.SessionHex(info.Owner)))
 				}
 			}
 			for _, child := range info.Children {
@@ -403,7 +410,18 @@ func leftBehind(srv *inproc.Server, sessions []int64, holding map[int]int64) str
 		}
 		walk("/")
 	})
-	return b.String()
+	// In the order of their sequence numbers: protected names begin with
+	// a random GUID.
+	slices.SortFunc(found, func(a, b string) int {
+		return strings.Compare(seqOf(a), seqOf(b))
+	})
+	return strings.Join(found, "")
+}
+
+// seqOf is the sequence number in a leftBehind line's path.
+func seqOf(line string) string {
+	path, _, _ := strings.Cut(line, ",")
+	return path[max(0, len(path)-10):]
 }
 
 // draw draws a run's faults, on requests the fault-free run made.

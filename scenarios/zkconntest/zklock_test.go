@@ -31,16 +31,27 @@ func TestFindsZkLockOrphanedNode(t *testing.T) {
 		}
 		t.Logf("seed %d: found after %d runs in %v; %v", seed, res.Runs, res.ToFailure, res.Failure.Faults)
 
-		// The file replays: the same violation, on every try.
+		// The file replays the violation. Not on every try without fail: a
+		// kept failure failed 20 runs of 20, but where go-zookeeper's
+		// goroutines race (a request sent before or after a disconnect)
+		// a replay may go the other way: 1 of 750 replays over 15 seeds
+		// as measured (TestTimeToFindZkLockFlaw); 4 of 5 is required.
 		sc, err := zkconntest.ParseFile(res.File)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for try := range 5 {
+		failed := 0
+		var last []string
+		for range 5 {
 			rep := zkconntest.Replay(t, sc, zkconntest.LockClient(newZkLock), 0)
-			if rep.Failure == nil || !strings.HasPrefix(rep.Violations[0], "liveness:") {
-				t.Fatalf("seed %d: replay %d of %s (%v): %q, want the liveness violation", seed, try, res.File, sc.Faults, rep.Violations)
+			if rep.Failure != nil && strings.HasPrefix(rep.Violations[0], "liveness:") {
+				failed++
+			} else {
+				last = rep.Violations
 			}
+		}
+		if failed < 4 {
+			t.Fatalf("seed %d: %d of 5 replays of %s (%v) failed (the others: %q), want the liveness violation", seed, failed, res.File, sc.Faults, last)
 		}
 	}
 }
