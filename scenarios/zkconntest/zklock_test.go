@@ -1,11 +1,15 @@
 package zkconntest_test
 
 import (
+	"flag"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zklab/zklab/scenarios/zkconntest"
+	"github.com/zklab/zklab/sim"
+	"github.com/zklab/zklab/sim/wire"
 )
 
 func newZkLock(c *zk.Conn) zkconntest.Locker {
@@ -117,5 +121,34 @@ func TestTwoHoldersCaught(t *testing.T) {
 	}
 	if len(res.Failure.Faults) != 0 || res.Failure.Clients != 2 {
 		t.Fatalf("shrunk to %d clients and faults %v, want 2 clients and none", res.Failure.Clients, res.Failure.Faults)
+	}
+}
+
+// With -zkconn.replay, Test replays the file instead of exploring: here a
+// file without faults, which zk.Lock passes, and a file of another
+// program, which is not replayed.
+func TestReplayFlag(t *testing.T) {
+	dir := t.TempDir()
+	file := dir + "/calm.zkconn"
+	other := dir + "/other.zkconn"
+	sc := &zkconntest.Scenario{Name: "zk.Lock", Clients: 2, Cycles: 2, SessionTimeout: 10e9}
+	if err := os.WriteFile(file, []byte(zkconntest.Format(sc, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc.Name = "another"
+	sc.Faults = []zkconntest.Fault{{Client: 0, Op: sim.OpGetChildren, Request: 1, Action: wire.FaultDropRequest}}
+	if err := os.WriteFile(other, []byte(zkconntest.Format(sc, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer flag.Set("zkconn.replay", "")
+	for _, f := range []string{file, other} {
+		flag.Set("zkconn.replay", f)
+		res := zkconntest.TestLock(t, "zk.Lock", newZkLock, zkconntest.Options{})
+		if res.File != f || res.Failure != nil {
+			t.Fatalf("replay of %s: %+v", f, res)
+		}
+		if f == file && res.Runs != 1 || f == other && res.Runs != 0 {
+			t.Fatalf("replay of %s: %d runs", f, res.Runs)
+		}
 	}
 }
