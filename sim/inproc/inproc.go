@@ -9,6 +9,7 @@ import (
 	"log"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -176,7 +177,34 @@ func (s *Server) dial(cl *client) (net.Conn, error) {
 	s.wg.Add(2)
 	go l.relayRequests()
 	go l.relayReplies()
-	return zkEnd, nil
+	return &tcpLikeConn{Conn: zkEnd}, nil
+}
+
+// tcpLikeConn is the client's end of a link. Over TCP a client's write
+// after the server closed the connection goes into the socket buffer and
+// succeeds; the client learns of the close from its reader. Over net.Pipe
+// the write fails at once, and go-zookeeper v1.0.4 then sends that
+// request's error twice on a channel with room for one (a ping's: sendData
+// fails it, and flushRequests fails it again), which leaves its loop
+// blocked for ever. So a write after the server's side closed succeeds
+// here and is lost, as TCP's first write would be; a write after the
+// client's own Close fails as on TCP.
+type tcpLikeConn struct {
+	net.Conn
+	closed atomic.Bool
+}
+
+func (c *tcpLikeConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if err != nil && !c.closed.Load() && errors.Is(err, io.ErrClosedPipe) {
+		return len(b), nil
+	}
+	return n, err
+}
+
+func (c *tcpLikeConn) Close() error {
+	c.closed.Store(true)
+	return c.Conn.Close()
 }
 
 func (s *Server) client(c *zk.Conn) *client {

@@ -69,6 +69,8 @@ type Server struct {
 	timer     *time.Timer
 	timerAtMs int64 // the deadline the timer is armed for, math.MaxInt64 if none
 	stats     counters
+	faults    faultState  // faults.go
+	keyed     keyedFaults // keyed.go
 
 	wg sync.WaitGroup // every goroutine the server started
 }
@@ -150,6 +152,11 @@ func (s *Server) ServeConn(nc net.Conn) error {
 	if s.cfg.MaxClientCnxns > 0 && s.perIP[ipKey] >= s.cfg.MaxClientCnxns {
 		nc.Close()
 		s.obs.ConnRefused(at, remote, fmt.Sprintf("too many connections from %s - max is %d", ipKey, s.cfg.MaxClientCnxns))
+		return nil
+	}
+	if why := s.refuseLocked(at); why != "" {
+		nc.Close()
+		s.obs.ConnRefused(at, remote, why)
 		return nil
 	}
 	s.nextConn++
@@ -287,6 +294,9 @@ func (s *Server) flushLocked() {
 		if c == nil {
 			panic(fmt.Sprintf("wire: output for unknown connection %d", o.Conn))
 		}
+		if c.cut {
+			continue // broken by a fault: nothing more reaches the client
+		}
 		switch o.Kind {
 		case sim.OutConnect:
 			c.enqueue(AppendConnectResponse(c.out, o.Connect, c.connect.HasReadOnly))
@@ -305,7 +315,9 @@ func (s *Server) flushLocked() {
 				panic(fmt.Sprintf("wire: reply to xid %d, which connection %d has not sent", r.Xid, c.id))
 			}
 			delete(c.pending, r.Xid)
-			c.enqueue(AppendReply(c.out, p.op, &r))
+			if !s.replyLostLocked(c, r.Xid) {
+				c.enqueue(AppendReply(c.out, p.op, &r))
+			}
 			latencyMs := int64(at.Sub(p.at) / time.Millisecond)
 			c.stats.reply(latencyMs, r.Zxid, at)
 			s.stats.reply(latencyMs)
@@ -345,6 +357,11 @@ type conn struct {
 	timeoutMs int32
 	pending   map[int32]pendingRequest
 	stats     connCounters
+	// cut, loseXid and loseArmed are faults.go's: the connection broken by
+	// a fault, and the request whose reply is to be lost.
+	cut       bool
+	loseXid   int32
+	loseArmed bool
 
 	// Guarded by s.mu: the frames queued for the writer, the buffer the
 	// writer gives back, and whether to close after them.
@@ -483,6 +500,9 @@ func (c *conn) handshake(body []byte) string {
 	}
 	nowMs := s.nowMs()
 	s.advanceLocked(nowMs)
+	if s.partitionedLocked(req.SessionID) {
+		return "fault: session partitioned"
+	}
 	c.connect = req
 	c.stats.received++
 	s.stats.received++
@@ -500,6 +520,9 @@ func (c *conn) request(body []byte) string {
 		return err.Error()
 	}
 	s := c.s
+	if d := s.delayBeforeRequest(); d > 0 {
+		time.Sleep(d) // ADDDELAY
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -512,6 +535,14 @@ func (c *conn) request(body []byte) string {
 		// handshake, closeSession): what the client sent after is unread.
 		return ""
 	}
+	keyed, fired := s.keyedBeforeLocked(c, req)
+	switch s.requestFaultLocked(c, req) {
+	case failRequest:
+		c.enqueue(AppendReply(c.out, req.Op, &sim.Response{Xid: req.Xid, Err: sim.CodeAPIError}))
+		return ""
+	case dropRequest:
+		return "fault: request dropped"
+	}
 	at := time.Now()
 	c.stats.request(req, at)
 	s.stats.received++
@@ -519,6 +550,9 @@ func (c *conn) request(body []byte) string {
 	s.obs.RequestReceived(at, c.id, c.session, req)
 	s.sim.Receive(nowMs, c.id, req)
 	s.flushLocked()
+	if fired {
+		s.keyedAfterLocked(c, keyed, nowMs)
+	}
 	s.rearmLocked(nowMs)
 	return ""
 }
