@@ -1,0 +1,276 @@
+package zktest
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zklab/zklab/recipes/zkconn"
+)
+
+var worldACL = zk.WorldACL(zk.PermAll)
+
+// factsSessionTimeout is the session timeout of the facts' clients; the
+// ensemble's tick is 200 ms.
+const factsSessionTimeout = 4 * time.Second
+
+// dialOnly connects a go-zookeeper client to server id alone.
+func dialOnly(t *testing.T, e *Ensemble, id int) *zk.Conn {
+	t.Helper()
+	return e.Dial(t, factsSessionTimeout, id).ZK()
+}
+
+// serverOf returns the id of the server c is connected to.
+func serverOf(t *testing.T, e *Ensemble, c *zk.Conn) int {
+	t.Helper()
+	addr := c.Server()
+	for _, m := range e.Members {
+		if m.Addr == addr {
+			return m.ID
+		}
+	}
+	t.Fatalf("the client is on %q, no server of the ensemble", addr)
+	return 0
+}
+
+// awaitState waits, at most d, for the zkconn session state to satisfy ok.
+func waitConnected(t *testing.T, c *zkconn.Conn, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := c.WaitConnected(ctx); err != nil {
+		t.Fatalf("reconnecting: %v", err)
+	}
+}
+
+// restore brings every server back and waits for a leader, so that the
+// next fact starts from a whole ensemble.
+func restore(t *testing.T, e *Ensemble) {
+	t.Helper()
+	for _, m := range e.Members {
+		if !m.Running() {
+			if err := e.Restart(m.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_ = e.Resume(m.ID)
+	}
+	if err := e.waitServing(e.all(), ensembleStartTimeoutMax); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.WaitLeader(ensembleStartTimeoutMax); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range e.Members {
+		m.Proxy.Heal()
+	}
+}
+
+// rawConnect sends a ConnectRequest to addr with the given lastZxidSeen,
+// session and password, and returns the connection and the server's
+// answer (an error when the server closed without one).
+func rawConnect(addr string, lastZxidSeen int64, timeoutMs int32, id int64, passwd []byte) (net.Conn, connectResponse, error) {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return nil, connectResponse{}, err
+	}
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	body := binary.BigEndian.AppendUint32(nil, protocolVersion)
+	body = binary.BigEndian.AppendUint64(body, uint64(lastZxidSeen))
+	body = binary.BigEndian.AppendUint32(body, uint32(timeoutMs))
+	body = binary.BigEndian.AppendUint64(body, uint64(id))
+	body = binary.BigEndian.AppendUint32(body, uint32(len(passwd)))
+	body = append(body, passwd...)
+	body = append(body, 0)
+	if _, err := conn.Write(withLengthPrefix(body)); err != nil {
+		conn.Close()
+		return nil, connectResponse{}, err
+	}
+	f, err := readFrameMax(conn, connectResponseBytesMax)
+	if err != nil {
+		conn.Close()
+		return nil, connectResponse{}, err
+	}
+	r, err := parseConnectResponse(f[4:])
+	if err != nil {
+		conn.Close()
+		return nil, connectResponse{}, err
+	}
+	return conn, r, nil
+}
+
+func mustCreate(t *testing.T, c *zk.Conn, path, data string, flags int32) {
+	t.Helper()
+	if _, err := c.Create(path, []byte(data), flags, worldACL); err != nil {
+		t.Fatalf("create %s: %v", path, err)
+	}
+}
+
+func mustGet(t *testing.T, c *zk.Conn, path string) string {
+	t.Helper()
+	b, _, err := c.Get(path)
+	if err != nil {
+		t.Fatalf("get %s: %v", path, err)
+	}
+	return string(b)
+}
+
+// TestEnsembleFacts measures a real three-server ZooKeeper 3.8 on the
+// behaviours issue 13's simulator must reproduce; the figures are in
+// doc comments on each fact, and the package's ensemble doc.
+func TestEnsembleFacts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an ensemble")
+	}
+	start := time.Now()
+	e := StartEnsemble(t, 3)
+	t.Logf("ensemble of 3 serving, leader s%d, in %v", must(e.WaitLeader(time.Second)), time.Since(start).Round(time.Millisecond))
+	setup := dialOnly(t, e, 1)
+	mustCreate(t, setup, "/facts", "", 0)
+
+	for _, fact := range []struct {
+		name string
+		run  func(*testing.T, *Ensemble)
+	}{
+		{"SyncThenReadOnFollower", factSyncThenReadOnFollower},
+		{"PausedFollower", factPausedFollower},
+		{"ClientZxidAheadRefused", factClientZxidAheadRefused},
+		// {"SessionMoved", factSessionMoved},
+		// {"FollowerKilled", factFollowerKilled},
+		// {"LeaderKilled", factLeaderKilled},
+		// {"WriteInFlightWhenLeaderDies", factWriteInFlight},
+		// {"QuorumLostAndRegained", factQuorumLost},
+	} {
+		if !t.Run(fact.name, func(t *testing.T) { fact.run(t, e) }) {
+			restore(t, e)
+			continue
+		}
+		restore(t, e)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+var _ = errors.Is
+var _ = fmt.Sprint
+var _ = os.Getenv
+
+// Reads on a follower after sync see every write the leader acknowledged
+// before the sync (50 of 50, deterministic: the follower forwards SYNC to
+// the leader and answers after applying what the leader committed before
+// it). Without sync, a read sent to the follower right after the leader
+// acknowledged a write is stale now and then; the count is measured and
+// logged, not asserted (it depends on scheduling).
+func factSyncThenReadOnFollower(t *testing.T, e *Ensemble) {
+	leader := must(e.WaitLeader(time.Second))
+	follower := e.Follower(t)
+	w, r := dialOnly(t, e, leader), dialOnly(t, e, follower)
+	mustCreate(t, w, "/facts/sync", "0", 0)
+	const rounds = 50
+	stale := 0
+	for i := 1; i <= rounds; i++ {
+		want := fmt.Sprint(i)
+		if _, err := w.Set("/facts/sync", []byte(want), -1); err != nil {
+			t.Fatal(err)
+		}
+		if got := mustGet(t, r, "/facts/sync"); got != want {
+			stale++
+		}
+	}
+	t.Logf("reads without sync on follower s%d right after the leader's ack: %d of %d stale", follower, stale, rounds)
+	for i := 1; i <= rounds; i++ {
+		want := fmt.Sprint(rounds + i)
+		if _, err := w.Set("/facts/sync", []byte(want), -1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Sync("/facts/sync"); err != nil {
+			t.Fatal(err)
+		}
+		if got := mustGet(t, r, "/facts/sync"); got != want {
+			t.Fatalf("after sync, follower s%d read %q, want %q", follower, got, want)
+		}
+	}
+}
+
+// A follower paused with SIGSTOP does not hold writes up: the leader
+// commits with the other follower (asserted; latency logged). A read sent
+// to the paused follower's client right after SIGCONT races the
+// follower's own catching up (the PROPOSAL and COMMIT wait in its socket
+// buffer): whether it is stale is logged per round, not asserted. After
+// sync it is fresh (asserted).
+func factPausedFollower(t *testing.T, e *Ensemble) {
+	leader := must(e.WaitLeader(time.Second))
+	follower := e.Follower(t)
+	w, r := dialOnly(t, e, leader), dialOnly(t, e, follower)
+	mustCreate(t, w, "/facts/paused", "0", 0)
+	if _, err := r.Sync("/facts/paused"); err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 5
+	stale := 0
+	for i := 1; i <= rounds; i++ {
+		want := fmt.Sprint(i)
+		if err := e.Pause(follower); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_, err := w.Set("/facts/paused", []byte(want), -1)
+		took := time.Since(start)
+		time.Sleep(300 * time.Millisecond)
+		if rerr := e.Resume(follower); rerr != nil {
+			t.Fatal(rerr)
+		}
+		if err != nil {
+			t.Fatalf("round %d: a write with follower s%d paused: %v", i, follower, err)
+		}
+		got := mustGet(t, r, "/facts/paused")
+		if got != want {
+			stale++
+		}
+		t.Logf("round %d: write with s%d paused acknowledged in %v; read on s%d after SIGCONT: %q (want %q)", i, follower, took.Round(time.Microsecond), follower, got, want)
+		if _, err := r.Sync("/facts/paused"); err != nil {
+			t.Fatal(err)
+		}
+		if got := mustGet(t, r, "/facts/paused"); got != want {
+			t.Fatalf("round %d: after sync, s%d read %q, want %q", i, follower, got, want)
+		}
+	}
+	t.Logf("stale reads right after SIGCONT: %d of %d", stale, rounds)
+}
+
+// A server whose last processed zxid is behind the client's lastZxidSeen
+// refuses the client: it closes the connection without a ConnectResponse
+// (asserted), and a client whose lastZxidSeen is not ahead gets a session
+// from the same server (asserted). go-zookeeper sends the lastZxid of its
+// latest reply header, so a go-zookeeper client moving to a lagging
+// follower meets this and tries its next server.
+func factClientZxidAheadRefused(t *testing.T, e *Ensemble) {
+	follower := e.Follower(t)
+	addr := e.Member(follower).Addr
+	zxid := must(e.Zxid(follower))
+	conn, r, err := rawConnect(addr, zxid+1000, 4000, 0, nil)
+	if err == nil {
+		conn.Close()
+		t.Fatalf("s%d (zxid %#x) granted session %#x to a client that saw zxid %#x", follower, zxid, r.sessionID, zxid+1000)
+	}
+	t.Logf("s%d at zxid %#x, client at %#x: %v", follower, zxid, zxid+1000, err)
+	conn, r, err = rawConnect(addr, zxid, 4000, 0, nil)
+	if err != nil {
+		t.Fatalf("s%d (zxid %#x) refused a client at its own zxid: %v", follower, zxid, err)
+	}
+	conn.Close()
+	if r.sessionID == 0 {
+		t.Fatalf("s%d answered session 0 to a client at its own zxid", follower)
+	}
+}
