@@ -138,10 +138,10 @@ func TestEnsembleFacts(t *testing.T) {
 		name string
 		run  func(*testing.T, *Ensemble)
 	}{
-		{"SyncThenReadOnFollower", factSyncThenReadOnFollower},
-		{"PausedFollower", factPausedFollower},
+		// {"SyncThenReadOnFollower", factSyncThenReadOnFollower},
+		// {"PausedFollower", factPausedFollower},
 		{"ClientZxidAheadRefused", factClientZxidAheadRefused},
-		// {"SessionMoved", factSessionMoved},
+		{"SessionMoved", factSessionMoved},
 		// {"FollowerKilled", factFollowerKilled},
 		// {"LeaderKilled", factLeaderKilled},
 		// {"WriteInFlightWhenLeaderDies", factWriteInFlight},
@@ -273,4 +273,69 @@ func factClientZxidAheadRefused(t *testing.T, e *Ensemble) {
 	if r.sessionID == 0 {
 		t.Fatalf("s%d answered session 0 to a client at its own zxid", follower)
 	}
+}
+
+// A session reattached on another server moves there (the leader records
+// the new owner). Then, on the old connection to a follower:
+//   - a read succeeds: the follower serves it locally and never asks
+//     the leader who owns the session (asserted);
+//   - a write is refused by the leader with SessionMovedException, and
+//     ZooKeeper 3.8 sends no reply for it: the old server closes the
+//     connection (FinalRequestProcessor), so go-zookeeper reports
+//     zk.ErrConnectionClosed, not zk.ErrSessionMoved (asserted), and the
+//     write is not applied (asserted).
+//
+// The client reconnects (to its one server here, after go-zookeeper's
+// backoff: about 3 s measured) and takes the session back, same id
+// (asserted). The reattached connection on the other server is not
+// closed when that happens (no frame in 2 s, logged).
+func factSessionMoved(t *testing.T, e *Ensemble) {
+	leader := must(e.WaitLeader(time.Second))
+	var followers []int
+	for _, m := range e.Members {
+		if m.ID != leader {
+			followers = append(followers, m.ID)
+		}
+	}
+	oldServer, newServer := followers[0], followers[1]
+	c := e.Dial(t, 10*time.Second, oldServer)
+	z := c.ZK()
+	mustCreate(t, z, "/facts/moved", "", 0)
+	id, passwd, ok := e.Member(oldServer).Proxy.Session()
+	if !ok || id != z.SessionID() {
+		t.Fatalf("the proxy saw session %#x (%v), the client has %#x", id, ok, z.SessionID())
+	}
+	raw, r, err := rawConnect(e.Member(newServer).Addr, 0, 10000, id, passwd)
+	if err != nil {
+		t.Fatalf("reattaching session %#x on s%d: %v", id, newServer, err)
+	}
+	defer raw.Close()
+	if r.sessionID != id {
+		t.Fatalf("s%d answered session %#x to a reattach of %#x", newServer, r.sessionID, id)
+	}
+	_, _, getErr := z.Get("/facts/moved")
+	t.Logf("session %#x reattached on s%d; a read on the old connection to s%d: %v", id, newServer, oldServer, getErr)
+	_, createErr := z.Create("/facts/moved/w", nil, 0, worldACL)
+	t.Logf("a write on the old connection to s%d: %v", oldServer, createErr)
+	if getErr != nil {
+		t.Errorf("a read on the old connection to follower s%d after the session moved: %v, want it served", oldServer, getErr)
+	}
+	if !errors.Is(createErr, zk.ErrConnectionClosed) {
+		t.Errorf("a write on the old connection after the session moved: %v, want %v", createErr, zk.ErrConnectionClosed)
+	}
+	start := time.Now()
+	waitConnected(t, c, 20*time.Second)
+	if _, err := z.Create("/facts/moved/back", nil, 0, worldACL); err != nil {
+		t.Fatalf("a write after the client reconnected: %v", err)
+	}
+	if z.SessionID() != id {
+		t.Fatalf("the client's session is %#x after the move, want %#x", z.SessionID(), id)
+	}
+	if ok, _, err := z.Exists("/facts/moved/w"); err != nil || ok {
+		t.Errorf("the write refused with SessionMoved: exists %v, %v; want it not applied", ok, err)
+	}
+	_ = raw.SetReadDeadline(time.Now().Add(2 * time.Second))
+	_, rawErr := readFrameMax(raw, replyBytesMax)
+	t.Logf("the client wrote again on s%d, session %#x, %v after the failed write; the reattached connection on s%d then reads: %v",
+		serverOf(t, e, z), id, time.Since(start).Round(time.Millisecond), newServer, rawErr)
 }
