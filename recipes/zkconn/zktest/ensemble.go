@@ -18,6 +18,11 @@ import (
 	"github.com/zklab/zklab/recipes/zkconn"
 )
 
+// EnvEnsembleLong, set to 1, runs the ensemble tests that take longest
+// (a quorum lost for twice a session timeout, a five-server ensemble);
+// without it the ensemble tests keep to about a minute.
+const EnvEnsembleLong = "ZKLAB_ENSEMBLE_LONG"
+
 // The ensemble's configuration, chosen for a fast start and fast failure
 // detection on loopback (figures measured on the 2-core test machine, see
 // ensemble_test.go):
