@@ -1,3 +1,65 @@
+// Ensemble facts: what a real three-server ZooKeeper 3.8 (Debian's
+// package) does in the situations issue 13's simulated ensemble must
+// reproduce, measured by TestEnsembleFacts on StartEnsemble's servers
+// (tickTime 200 ms, syncLimit 10 ticks, sessions of 4 s unless said) on
+// the 2-core test machine, shared with other work. Each fact asserts what
+// is deterministic and logs the figures; run
+//
+//	go test -count=1 -v -run TestEnsembleFacts ./recipes/zkconn/zktest/
+//	ZKLAB_ENSEMBLE_LONG=1 go test -count=1 -v -run TestEnsemble ./recipes/zkconn/zktest/
+//
+// Figures measured 2026-11-23 (three or four runs):
+//   - Start-up: three JVMs in parallel serve sessions with a leader in
+//     6.4 to 20 s (8 s typical; the spread is the machine's load). Five
+//     JVMs: 34 s (TestEnsembleOfFive, ZKLAB_ENSEMBLE_LONG=1).
+//   - Reads on a follower after sync: always fresh (50 of 50, asserted).
+//     Without sync, a read on a follower right after the leader acked a
+//     write: 0 of 50 stale in four runs, 1 of 50 in one (the leader sends
+//     COMMIT to the followers as it acks, and loopback is fast): stale
+//     reads happen without a fault, rarely and by a race.
+//   - A follower paused (SIGSTOP): writes through the leader still commit
+//     with the other follower, in 8 to 46 ms. A read on the paused
+//     follower sent right after SIGCONT: stale in 0 of 5 and 1 of 5
+//     rounds: a real stale read, but a race (the follower's learner thread
+//     against its request pipeline), not reproducible on a real server
+//     without partitioning peer traffic.
+//   - A client whose lastZxidSeen is ahead of the server: the server
+//     closes the connection without any ConnectResponse (EOF); at the
+//     server's own zxid the same server grants a session.
+//   - A session moved (reattached on another follower by a second
+//     connection with its id and password): on the old follower a read
+//     still succeeds (served locally); a write is refused by the leader
+//     with SessionMoved and ZooKeeper sends no reply: the old server
+//     closes the connection, go-zookeeper reports zk.ErrConnectionClosed
+//     (not zk.ErrSessionMoved), the write is not applied. go-zookeeper
+//     reconnects (3.0 s later with one server in its list) and takes the
+//     session back under the same id; the other connection is not closed
+//     within 2 s of that.
+//   - A follower killed: the client is served again on another server
+//     54 to 92 ms after SIGKILL, same session, ephemeral node there.
+//   - The leader killed: a new leader within 470 to 820 ms of SIGKILL
+//     (srvr polled every 50 ms). A session whose client went silent 1 s
+//     before the leader died (timeout 4 s) ended 4.7 to 4.9 s after the
+//     SIGKILL, 5.8 to 5.9 s after its client went silent: the new leader
+//     re-tracked it with a full fresh timeout, past its original
+//     deadline. A live client on a surviving follower keeps its session.
+//   - A write in flight when the leader died (both followers paused, so
+//     the leader could propose but not commit; no reply in 300 ms): the
+//     client saw zk.ErrConnectionClosed; a new leader in 450 to 830 ms;
+//     the client served again 270 to 600 ms later, same session; the write
+//     was committed in every run (the paused followers had the PROPOSAL
+//     in their socket buffers and logged it on SIGCONT, so the new leader
+//     had it). The discard case needs a proposal that reached no
+//     follower: not reproducible without partitioning peer traffic.
+//   - A quorum lost (two of three killed for 8 s, twice the session
+//     timeout): the survivor stops serving at once (srvr has no Mode line
+//     within 2 to 7 ms); reads and writes fail (go-zookeeper:
+//     zk.ErrNoServer, "could not connect to a server") while the client
+//     reconnects about twice a second (14 connections accepted and closed
+//     in 8 s); nothing expires: after the two restart (a leader in 11 to 12 s,
+//     JVM start included) the client is served within 6 ms, same session,
+//     its ephemeral node still there.
+
 package zktest
 
 import (
@@ -39,7 +101,7 @@ func serverOf(t *testing.T, e *Ensemble, c *zk.Conn) int {
 	return 0
 }
 
-// awaitState waits, at most d, for the zkconn session state to satisfy ok.
+// waitConnected waits, at most d, for c to be connected.
 func waitConnected(t *testing.T, c *zkconn.Conn, d time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
@@ -152,10 +214,7 @@ func TestEnsembleFacts(t *testing.T) {
 			t.Logf("%s: skipped, set %s=1 to run it", fact.name, EnvEnsembleLong)
 			continue
 		}
-		if !t.Run(fact.name, func(t *testing.T) { fact.run(t, e) }) {
-			restore(t, e)
-			continue
-		}
+		t.Run(fact.name, func(t *testing.T) { fact.run(t, e) })
 		restore(t, e)
 	}
 }
