@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -8,12 +9,15 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zklab/zklab/recipes/zkconn/zktest"
 	"github.com/zklab/zklab/sim"
 	"github.com/zklab/zklab/sim/wire"
 )
@@ -235,5 +239,31 @@ func TestServeSuperDigestFromZooCfg(t *testing.T) {
 	}
 	if data, _, err := c.Get("/sealed"); err != nil || string(data) != "x" {
 		t.Errorf("super's get /sealed: %q %v", data, err)
+	}
+}
+
+// kazoo's view of access control (testdata/yardstick/kazoo/acl.py) is the
+// same line for line against a real ZooKeeper and against zklab serve:
+// digest credentials, NOAUTH for every operation, getACL and setACL with
+// aversions, malformed ACLs, and AUTHFAILED for an unknown scheme.
+func TestYardstickKazooACL(t *testing.T) {
+	requireTools(t, zktest.ZkServerScript, "/usr/bin/python3", "/usr/lib/python3/dist-packages/kazoo/security.py")
+	transcript := func(name, addr string) string {
+		t.Helper()
+		cmd := exec.Command("/usr/bin/python3", "testdata/yardstick/kazoo/acl.py", addr)
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Run(); err != nil || !strings.HasSuffix(out.String(), "\nok\n") {
+			t.Fatalf("acl.py on %s: %v\n%s\n%s", name, err, out.String(), errOut.String())
+		}
+		return out.String()
+	}
+	real := transcript("ZooKeeper", zktest.Start(t).Addr)
+	served, _ := serveInProcess(t, "")
+	got := transcript("zklab serve", served)
+	if got != real {
+		t.Errorf("kazoo sees zklab serve differently\n--- ZooKeeper:\n%s--- zklab serve:\n%s", real, got)
+	} else {
+		t.Logf("both:\n%s", got)
 	}
 }
