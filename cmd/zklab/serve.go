@@ -36,6 +36,17 @@ The four-letter words ruok, srvr, stat, mntr, envi, conf, cons, dump,
 wchs, wchc, wchp, isro, srst and crst answer in ZooKeeper's format (only
 srvr unless the whitelist allows more, as ZooKeeper 3.5+).
 
+Access control is ZooKeeper's: the world, auth, digest and ip schemes, the
+auth packet (addauth), whoAmI, getACL and setACL, checked by the one
+simulated server for every client; the ip scheme sees each connection's
+TCP peer address. --super-digest (or the zoo.cfg line
+DigestAuthenticationProvider.superDigest=..., which ZooKeeper reads as the
+system property zookeeper.DigestAuthenticationProvider.superDigest) names
+a super user, who passes every check after 'addauth digest user:password'.
+Its value is user:base64(SHA-1(user:password)), as ZooKeeper's
+DigestAuthenticationProvider prints it:
+  printf 'super:secret' | openssl sha1 -binary | base64   # then super:<that>
+
 --history FILE writes what the server served as JSON lines (requests,
 replies, watch events, sessions); 'zklab check-history FILE' checks it
 for linearizability against the znode model.
@@ -61,6 +72,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	maxCnxns := fs.Int("max-client-cnxns", -1, "maxClientCnxns per client IP, 0 for no limit (default 60)")
 	words := fs.String("4lw", "", "4lw.commands.whitelist: comma-separated words, or * (default srvr)")
 	extended := fs.Bool("extended-types", false, "zookeeper.extendedTypesEnabled: allow TTL nodes")
+	superDigest := fs.String("super-digest", "", "zookeeper.DigestAuthenticationProvider.superDigest: user:base64(SHA-1(user:password))")
 	historyPath := fs.String("history", "", "write what the server served to this file, as JSON lines")
 	if err := parseFlags(fs, c, args, stdout); err != nil {
 		return err
@@ -101,6 +113,12 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 			return usagef("--4lw: %v", err)
 		}
 		cfg.fourLetterWords = list
+	}
+	if set["super-digest"] {
+		if err := checkSuperDigest(*superDigest); err != nil {
+			return usagef("--super-digest: %v", err)
+		}
+		cfg.superDigest = *superDigest
 	}
 	s, err := newServeSettings(cfg, *listen, *extended)
 	if err != nil {
@@ -180,7 +198,7 @@ func newServeSettings(cfg zooConfig, listen string, extendedTypes bool) (serveSe
 		listen: listen,
 		sim: sim.ServerConfig{
 			TickTimeMs: tick, MinSessionTimeoutMs: minMs, MaxSessionTimeoutMs: maxMs,
-			ExtendedTypes: extendedTypes,
+			ExtendedTypes: extendedTypes, SuperDigest: cfg.superDigest,
 		},
 		maxClientCnxns: maxCnxns,
 		whitelist:      cfg.fourLetterWords,

@@ -235,6 +235,8 @@ func TestServeBadInput(t *testing.T) {
 		{[]string{"serve", "--4lw", "ruok,toolong"}, `--4lw: 4lw.commands.whitelist: "toolong" is not a four-letter word`},
 		{[]string{"serve", "--min-session-timeout", "9000", "--max-session-timeout", "5000"}, "minSessionTimeout 9000 ms is above maxSessionTimeout 5000 ms"},
 		{[]string{"serve", "extra"}, `unexpected argument "extra"`},
+		{[]string{"serve", "--super-digest", "super:secret"}, `--super-digest: "super:secret": "secret" is not the base64 of a SHA-1`},
+		{[]string{"serve", "--super-digest", "nocolon"}, `--super-digest: "nocolon" is not user:base64hash`},
 	} {
 		code, _, errOut := zklab(t, tc.args...)
 		if code != 2 {

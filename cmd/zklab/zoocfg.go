@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"crypto/sha1"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -28,7 +30,16 @@ type zooConfig struct {
 	// every word. nil: the key was absent (ZooKeeper 3.5+ then allows
 	// only srvr).
 	fourLetterWords []string
+	// superDigest is DigestAuthenticationProvider.superDigest,
+	// "user:base64(SHA-1(user:password))": ZooKeeper's QuorumPeerConfig
+	// sets a zoo.cfg key it does not know as the system property
+	// "zookeeper." + key, so this line configures the super user as
+	// -Dzookeeper.DigestAuthenticationProvider.superDigest does.
+	superDigest string
 }
+
+// superDigestKey is the zoo.cfg key of the super user's digest.
+const superDigestKey = "DigestAuthenticationProvider.superDigest"
 
 // ignoredZooKeys are the zoo.cfg keys `zklab serve` accepts and ignores
 // (besides dataDir, which conf reports and nothing uses):
@@ -171,6 +182,12 @@ func (cfg *zooConfig) set(key, value string) error {
 		words, err := parseFourLetterWords(value)
 		cfg.fourLetterWords = words
 		return err
+	case superDigestKey:
+		if err := checkSuperDigest(value); err != nil {
+			return fmt.Errorf("%s: %v", key, err)
+		}
+		cfg.superDigest = value
+		return nil
 	}
 	if slices.Contains(ignoredZooKeys, key) || isIndexedKey(key, "authProvider.") {
 		return nil
@@ -178,8 +195,8 @@ func (cfg *zooConfig) set(key, value string) error {
 	if isIndexedKey(key, "server.") {
 		return fmt.Errorf("%s: zklab serve runs one standalone server, not an ensemble", key)
 	}
-	return fmt.Errorf("unknown key %q (zklab serve reads clientPort, clientPortAddress, tickTime, minSessionTimeout, maxSessionTimeout, maxClientCnxns, 4lw.commands.whitelist, and ignores dataDir, %s, authProvider.N)",
-		key, strings.Join(ignoredZooKeys, ", "))
+	return fmt.Errorf("unknown key %q (zklab serve reads clientPort, clientPortAddress, tickTime, minSessionTimeout, maxSessionTimeout, maxClientCnxns, 4lw.commands.whitelist, %s, and ignores dataDir, %s, authProvider.N)",
+		key, superDigestKey, strings.Join(ignoredZooKeys, ", "))
 }
 
 // isIndexedKey reports whether key is prefix followed by a number, as in
@@ -231,4 +248,20 @@ func (cfg zooConfig) listenAddress() string {
 		port = cfg.clientPort
 	}
 	return net.JoinHostPort(cfg.clientPortAddress, strconv.Itoa(port))
+}
+
+// checkSuperDigest checks a super digest, "user:hash" with hash the base64
+// of a SHA-1 (28 characters), as DigestAuthenticationProvider.generateDigest
+// writes it. ZooKeeper takes any string and compares it with the digest of
+// each auth packet, so a value of another shape (a password in clear, say)
+// would silently never match: zklab refuses it.
+func checkSuperDigest(value string) error {
+	user, hash, ok := strings.Cut(value, ":")
+	if !ok || user == "" {
+		return fmt.Errorf("%q is not user:base64hash", value)
+	}
+	if sum, err := base64.StdEncoding.DecodeString(hash); err != nil || len(sum) != sha1.Size {
+		return fmt.Errorf("%q: %q is not the base64 of a SHA-1 of %q (28 characters; `zklab serve --help` shows how to make one)", value, hash, user+":password")
+	}
+	return nil
 }

@@ -97,6 +97,9 @@ func TestZooConfigBadLinesNameFileAndLine(t *testing.T) {
 		{"dataDir=/a/\\\n  b\n", "1: line continuations"},
 		{"4lw.commands.whitelist=srvr,status\n", "1: 4lw.commands.whitelist: \"status\" is not a four-letter word"},
 		{"clientPortAddress=\n", "1: clientPortAddress is empty"},
+		{"DigestAuthenticationProvider.superDigest=super\n", "1: DigestAuthenticationProvider.superDigest: \"super\" is not user:base64hash"},
+		{"DigestAuthenticationProvider.superDigest=:lK75jTNcA+U9vtVEw5vB51mj/w4=\n", "1: DigestAuthenticationProvider.superDigest: \":lK75jTNcA+U9vtVEw5vB51mj/w4=\" is not user:base64hash"},
+		{"DigestAuthenticationProvider.superDigest=super:c2VjcmV0\n", "1: DigestAuthenticationProvider.superDigest: \"super:c2VjcmV0\": \"c2VjcmV0\" is not the base64 of a SHA-1"},
 		{"server.1=127.0.0.1:2888:3888\n", "1: server.1: zklab serve runs one standalone server"},
 		{"maxSessionTimeout=4000\nminSessionTimeout=5000\n", "2: minSessionTimeout 5000 is above maxSessionTimeout 4000"},
 	} {

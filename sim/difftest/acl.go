@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zklab/zklab/recipes"
@@ -108,6 +109,10 @@ func (c Cred) schemeAuth() (string, []byte) {
 	return "foo", []byte("bar")
 }
 
+// reconnectSettle is how long a real client is left alone after it
+// reconnected from an AUTHFAILED (see execACL).
+const reconnectSettle = 50 * time.Millisecond
+
 // aclConn is what the ACL operations need of a client: the simulated
 // client has them with a context, zk.Conn without.
 type aclConn interface {
@@ -174,7 +179,16 @@ func (r *Run) execACL(ctx context.Context, op Op, c recipes.Conn) string {
 				return errText(err) + " then " + errText(werr)
 			}
 		}
-		return errText(err) + " then " + r.waitSession(ctx, op.Client, c)
+		out := errText(err) + " then " + r.waitSession(ctx, op.Client, c)
+		if _, real := c.(*zkconn.Conn); real {
+			// go-zookeeper v1.0.4 reads lastZxid for its setWatches
+			// (conn.go:614) on its loop goroutine after the new session
+			// is up, while its recvLoop writes it on a reply (conn.go:849):
+			// a data race if the next request's reply comes first. Let
+			// the loop build its setWatches before the next step.
+			time.Sleep(reconnectSettle)
+		}
+		return out
 	case GetACL:
 		acl, stat, err := a.GetACL(ctx, p)
 		return fmt.Sprintf("%s %s %s", aclText(acl), r.stat(stat), errText(err))

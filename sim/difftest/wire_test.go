@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,7 +40,8 @@ var shared struct {
 // one real server: sequences keep to their own roots.
 func sharedWire(t testing.TB) wireServer {
 	shared.once.Do(func() {
-		srv := wire.New(sim.NewServer(sim.ServerConfig{EpochMs: time.Now().UnixMilli()}), wire.Config{})
+		// The same super user as the real server's (SuperJVMFlag).
+		srv := wire.New(sim.NewServer(sim.ServerConfig{EpochMs: time.Now().UnixMilli(), SuperDigest: SuperDigest}), wire.Config{})
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			shared.err = err
@@ -53,16 +56,39 @@ func sharedWire(t testing.TB) wireServer {
 	return shared.srv
 }
 
-// pipeDialer connects a client to srv over net.Pipe.
-func pipeDialer(srv *wire.Server) func(network, address string, timeout time.Duration) (net.Conn, error) {
+// pipeDialer connects a client to srv over net.Pipe; the server sees the
+// client at from (the zero Addr: net.Pipe's address, which the wire.Server
+// takes as sim.DefaultClientAddr).
+func pipeDialer(srv *wire.Server, from netip.Addr) func(network, address string, timeout time.Duration) (net.Conn, error) {
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
 		client, server := net.Pipe()
+		if from.IsValid() {
+			server = peerConn{server, net.TCPAddrFromAddrPort(netip.AddrPortFrom(from, 40000))}
+		}
 		if err := srv.ServeConn(server); err != nil {
 			client.Close()
 			return nil, err
 		}
 		return client, nil
 	}
+}
+
+// peerConn is a net.Conn whose peer is at remote: a pipe that looks to
+// the server like a TCP connection from a client's address.
+type peerConn struct {
+	net.Conn
+	remote net.Addr
+}
+
+func (c peerConn) RemoteAddr() net.Addr { return c.remote }
+
+// addrsOf is the clients' local addresses of seq (the zero Addr: the
+// system's choice).
+func addrsOf(seq Sequence) []netip.Addr {
+	if len(seq.Addrs) > 0 {
+		return seq.Addrs
+	}
+	return make([]netip.Addr, seq.Clients)
 }
 
 // wireBackend is a RealBackend against a wire.Server: the proxies inject
@@ -124,7 +150,8 @@ func timeoutOf(seq Sequence) time.Duration {
 func wireTranscripts(t TB, realAddr string, srv wireServer, seq Sequence) (realLines []string, through map[string][]string) {
 	t.Helper()
 	timeout := timeoutOf(seq)
-	rb, err := DialReal(proxyTB(t, seq), realAddr, seq.Clients, timeout)
+	addrs := addrsOf(seq)
+	rb, err := DialRealFrom(proxyTB(t, seq), realAddr, addrs, timeout)
 	if err != nil {
 		t.Fatalf("real: %v", err)
 	}
@@ -132,7 +159,7 @@ func wireTranscripts(t TB, realAddr string, srv wireServer, seq Sequence) (realL
 	realLines = runOn(t, "real", rb, seq, newRoot())
 
 	through = make(map[string][]string)
-	tb, err := DialReal(proxyTB(t, seq), srv.addr, seq.Clients, timeout)
+	tb, err := DialRealFrom(proxyTB(t, seq), srv.addr, addrs, timeout)
 	if err != nil {
 		t.Fatalf("wire over TCP: %v", err)
 	}
@@ -143,8 +170,8 @@ func wireTranscripts(t TB, realAddr string, srv wireServer, seq Sequence) (realL
 	if proxyTB(t, seq) == nil {
 		pb := &RealBackend{Addr: srv.addr}
 		defer pb.Close()
-		for range seq.Clients {
-			c, err := zkconn.Dial([]string{"127.0.0.1:2181"}, timeout, zkconn.WithDialer(pipeDialer(srv.Server)))
+		for _, from := range addrs {
+			c, err := zkconn.Dial([]string{"127.0.0.1:2181"}, timeout, zkconn.WithDialer(pipeDialer(srv.Server, from)))
 			if err != nil {
 				t.Fatalf("wire over net.Pipe: %v", err)
 			}
@@ -178,6 +205,12 @@ func waitConnected(c *zkconn.Conn) error {
 // transcript and any through the wire.
 func checkWire(t TB, realAddr string, srv wireServer, seq Sequence, normalize func(string) string) {
 	t.Helper()
+	checkWireLines(t, realAddr, srv, seq, normalize)
+}
+
+// checkWireLines is checkWire, and returns the real server's transcript.
+func checkWireLines(t TB, realAddr string, srv wireServer, seq Sequence, normalize func(string) string) ([]string, map[string][]string) {
+	t.Helper()
 	realLines, through := wireTranscripts(t, realAddr, srv, seq)
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
 		for k := range through {
@@ -200,6 +233,7 @@ func checkWire(t TB, realAddr string, srv wireServer, seq Sequence, normalize fu
 			t.Fatalf("%s (\"sim\" below):\n%s", name, d)
 		}
 	}
+	return realLines, through
 }
 
 // TestDifferentialThroughWire runs random sequences through real
@@ -249,4 +283,39 @@ func TestFaultsThroughWire(t *testing.T) {
 // limits, the wire.Server's frame limit against a real ZooKeeper's.
 func TestOversizedDataThroughWire(t *testing.T) {
 	checkWire(t, zktest.Shared(t).Addr, sharedWire(t), oversizedSeq(), nil)
+}
+
+// TestACLCasesThroughWire runs each measured access-control rule of
+// TestACLCases through the wire: go-zookeeper clients dialled from
+// 127.0.0.1, .2 and .3 (the ip scheme sees the TCP peer), over TCP and
+// over net.Pipe, against the real server's transcript.
+func TestACLCasesThroughWire(t *testing.T) {
+	real := zktest.Shared(t)
+	srv := sharedWire(t)
+	for _, tc := range aclCases {
+		t.Run(tc.name, func(t *testing.T) {
+			seq := tc.seq
+			if !superConfigured && strings.Contains(seq.String(), string(CredSuper)) {
+				t.Skip("the real server has no super user: it was not started by this package")
+			}
+			if proxyTB(t, seq) == nil {
+				seq.Addrs = clientAddrs(seq.Clients)
+			}
+			checkWire(t, real.Addr, srv, seq, nil)
+		})
+	}
+}
+
+// TestDifferentialACLThroughWire runs TestDifferentialACL's random
+// access-control sequences through the wire against the real server.
+func TestDifferentialACLThroughWire(t *testing.T) {
+	real := zktest.Shared(t)
+	srv := sharedWire(t)
+	var stats aclCoverage
+	rapid.Check(t, func(rt *rapid.T) {
+		seq := aclSequenceGen().Draw(rt, "sequence")
+		realLines, _ := checkWireLines(rt, real.Addr, srv, seq, hideKnownDifferences)
+		stats.add(realLines)
+	})
+	t.Logf("coverage: %v", stats)
 }

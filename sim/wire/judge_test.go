@@ -448,6 +448,66 @@ var probes = []probe{
 		c.request(sim.Request{Xid: wire.XidAuth, Op: sim.OpAuth, AuthScheme: "nosuchscheme", AuthData: []byte("x")})
 		c.replies()
 	}},
+	// Bad ACLs and credentials as a raw client can send them, which a
+	// client library might refuse first: each gets the real server's error
+	// code, and the connection stays up (PrepRequestProcessor.fixupACL,
+	// DigestAuthenticationProvider.isValid, IPAuthenticationProvider.isValid).
+	{"malformed ACLs", func(c *rawClient, root string) {
+		newSession(c)
+		bad := [][]zk.ACL{
+			nil,
+			{{Perms: zk.PermAll, Scheme: "digest", ID: "nocolon"}},
+			{{Perms: zk.PermAll, Scheme: "digest", ID: ":"}},
+			{{Perms: zk.PermAll, Scheme: "ip", ID: "300.1.1.1"}},
+			{{Perms: zk.PermAll, Scheme: "ip", ID: "not-an-ip"}},
+			{{Perms: zk.PermAll, Scheme: "ip", ID: "10.0.0.0/"}},
+			{{Perms: zk.PermAll, Scheme: "ip", ID: ""}},
+			{{Perms: zk.PermAll, Scheme: "nosuchscheme", ID: "x"}},
+			{{Perms: zk.PermAll, Scheme: "", ID: ""}},
+			{{Perms: zk.PermAll, Scheme: "auth", ID: ""}},
+			{{Perms: zk.PermAll, Scheme: "world", ID: "anyone"}, {Perms: zk.PermAll, Scheme: "ip", ID: "1.2.3"}},
+			{{Perms: 0, Scheme: "world", ID: "anyone"}},
+			{{Perms: -1, Scheme: "world", ID: "anyone"}},
+		}
+		// Each setACL goes to a node of its own: ZooKeeper checks a request
+		// pipelined behind a setACL against the node's old ACL (see "3.5+
+		// reads"), the simulator against the new one.
+		xid := int32(1)
+		for i, acl := range bad {
+			c.request(sim.Request{Xid: xid, Op: sim.OpCreate, Path: fmt.Sprintf("%s/t%d", root, i), ACL: openACL})
+			c.request(sim.Request{Xid: xid + 1, Op: sim.OpCreate, Path: fmt.Sprintf("%s/c%d", root, i), ACL: acl})
+			c.request(sim.Request{Xid: xid + 2, Op: sim.OpSetACL, Path: fmt.Sprintf("%s/t%d", root, i), ACL: acl, Version: -1})
+			xid += 3
+		}
+		c.request(sim.Request{Xid: xid, Op: sim.OpMulti, Ops: []sim.Request{
+			{Op: sim.OpCreate, Path: root + "/m", ACL: openACL},
+			{Op: sim.OpCreate, Path: root + "/m/x", ACL: []zk.ACL{{Perms: zk.PermAll, Scheme: "ip", ID: "x"}}},
+		}})
+		c.replies()
+	}},
+	{"bad credentials", func(c *rawClient, root string) {
+		newSession(c)
+		c.request(sim.Request{Xid: wire.XidAuth, Op: sim.OpAuth, AuthScheme: "digest", AuthData: []byte("nocolon")})
+		c.request(sim.Request{Xid: wire.XidAuth, Op: sim.OpAuth, AuthScheme: "digest", AuthData: []byte{}})
+		c.request(sim.Request{Xid: wire.XidAuth, Op: sim.OpAuth, AuthScheme: "digest", AuthData: []byte(":")})
+		c.request(sim.Request{Xid: wire.XidAuth, Op: sim.OpAuth, AuthScheme: "ip", AuthData: []byte("not-an-ip")})
+		c.request(sim.Request{Xid: wire.XidAuth, Op: sim.OpAuth, AuthScheme: "ip", AuthData: nil})
+		c.request(sim.Request{Xid: 1, Op: sim.OpWhoAmI})
+		c.request(sim.Request{Xid: 2, Op: sim.OpExists, Path: root})
+		c.replies()
+		c.request(sim.Request{Xid: wire.XidAuth, Op: sim.OpAuth, AuthScheme: "digest", AuthData: nil})
+		c.replies()
+	}},
+	{"auth with the empty scheme", func(c *rawClient, root string) {
+		newSession(c)
+		c.request(sim.Request{Xid: wire.XidAuth, Op: sim.OpAuth, AuthScheme: "", AuthData: []byte("x")})
+		c.replies()
+	}},
+	{"auth with the super scheme", func(c *rawClient, root string) {
+		newSession(c)
+		c.request(sim.Request{Xid: wire.XidAuth, Op: sim.OpAuth, AuthScheme: "super", AuthData: []byte("super:x")})
+		c.replies()
+	}},
 }
 
 var openACL = zk.WorldACL(zk.PermAll)
