@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -27,10 +28,20 @@ Serves an in-memory ZooKeeper 3.8 standalone server, the simulator's, on
 TCP and wall-clock time, for clients in any language (Java, Curator,
 kazoo, go-zookeeper, the C client). It reads a zoo.cfg like ZooKeeper's
 (clientPort, clientPortAddress, tickTime, minSessionTimeout,
-maxSessionTimeout, maxClientCnxns, 4lw.commands.whitelist; dataDir and
-other storage, quorum and admin keys are accepted and ignored); flags
-override it. It prints the address it listens on, and stops on SIGINT or
-SIGTERM. Nothing is stored: every start is a fresh, empty server.
+maxSessionTimeout, maxClientCnxns, 4lw.commands.whitelist, dataDir,
+forceSync; other storage, quorum and admin keys are accepted and ignored);
+flags override it. It prints the address it listens on, and stops on
+SIGINT or SIGTERM.
+
+Without a dataDir nothing is stored: every start is a fresh, empty server.
+With one (zoo.cfg dataDir or --data-dir), the server is durable as
+ZooKeeper is: it logs every input to DATADIR/zklab-journal before it
+answers, fsynced when a transaction was applied (forceSync=no or
+--fsync=false skips the fsync; a kill -9 loses nothing either way), and a
+restart on the same dataDir replays the log: nodes, ACLs, sequence
+counters, zxids and sessions come back, every session with a fresh
+timeout, and clients reconnect to their sessions. A torn last record (a
+kill mid-write) is cut with a warning. The log is not compacted.
 
 The four-letter words ruok, srvr, stat, mntr, envi, conf, cons, dump,
 wchs, wchc, wchp, isro, srst and crst answer in ZooKeeper's format (only
@@ -74,6 +85,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	extended := fs.Bool("extended-types", false, "zookeeper.extendedTypesEnabled: allow TTL nodes")
 	superDigest := fs.String("super-digest", "", "zookeeper.DigestAuthenticationProvider.superDigest: user:base64(SHA-1(user:password))")
 	historyPath := fs.String("history", "", "write what the server served to this file, as JSON lines")
+	dataDir := fs.String("data-dir", "", "dataDir: keep a journal there and recover from it on start (default in memory)")
+	fsync := fs.Bool("fsync", true, "forceSync: fsync the journal before a transaction's reply")
 	if err := parseFlags(fs, c, args, stdout); err != nil {
 		return err
 	}
@@ -120,10 +133,17 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		}
 		cfg.superDigest = *superDigest
 	}
+	if set["data-dir"] {
+		cfg.dataDir = *dataDir
+	}
+	if set["fsync"] {
+		cfg.forceSync = map[bool]string{true: "yes", false: "no"}[*fsync]
+	}
 	s, err := newServeSettings(cfg, *listen, *extended)
 	if err != nil {
 		return err
 	}
+	s.warnings = stderr
 
 	var history *os.File
 	if *historyPath != "" {
@@ -161,6 +181,12 @@ type serveSettings struct {
 	maxClientCnxns int
 	whitelist      []string
 	conf           wire.FourLetterConf
+	// dataDir, if not "", holds the journal that makes the server
+	// durable; syncJournal fsyncs it (forceSync).
+	dataDir     string
+	syncJournal bool
+	// warnings gets what recovery has to say (a cut torn record).
+	warnings io.Writer
 }
 
 func newServeSettings(cfg zooConfig, listen string, extendedTypes bool) (serveSettings, error) {
@@ -202,6 +228,8 @@ func newServeSettings(cfg zooConfig, listen string, extendedTypes bool) (serveSe
 		},
 		maxClientCnxns: maxCnxns,
 		whitelist:      cfg.fourLetterWords,
+		dataDir:        cfg.dataDir,
+		syncJournal:    cfg.forceSync != "no",
 		conf: wire.FourLetterConf{
 			ClientPort: port, DataDir: cfg.dataDir, TickTimeMs: tick, MaxClientCnxns: maxCnxns,
 			MinSessionTimeoutMs: minMs, MaxSessionTimeoutMs: maxMs,
@@ -216,19 +244,54 @@ type served struct {
 	srv     *wire.Server
 	history *wire.HistoryWriter
 	file    *os.File
+	journal *wire.Journal // nil without a dataDir
 	done    chan error
+}
+
+// journalName is the journal's file in dataDir.
+const journalName = "zklab-journal"
+
+// openJournal recovers the server kept in s.dataDir, or starts one there.
+// A journal that cannot be read is bad input (exit 2), named.
+func openJournal(s serveSettings, now time.Time) (*wire.Recovered, error) {
+	if err := os.MkdirAll(s.dataDir, 0o755); err != nil {
+		return nil, usagef("dataDir: %v", err)
+	}
+	warn := func(msg string) {
+		if s.warnings != nil {
+			fmt.Fprintf(s.warnings, "zklab serve: warning: %s\n", msg)
+		}
+	}
+	rec, err := wire.OpenJournal(filepath.Join(s.dataDir, journalName), s.sim, wire.JournalOptions{
+		Sync: s.syncJournal, WallClockMs: now.UnixMilli(), Warn: warn,
+	})
+	if err != nil {
+		return nil, usagef("dataDir: %v", err)
+	}
+	return rec, nil
 }
 
 // startServe listens and serves in the background. history, if not nil,
 // receives the served history and is closed by close.
 func startServe(s serveSettings, history *os.File) (*served, error) {
+	now := time.Now()
+	// Virtual time 0 is now, so that ctime and mtime are wall-clock times
+	// (a recovered server keeps its journal's epoch).
+	s.sim.EpochMs = now.UnixMilli()
+	var rec *wire.Recovered
+	if s.dataDir != "" {
+		var err error
+		if rec, err = openJournal(s, now); err != nil {
+			return nil, err
+		}
+	}
 	ln, err := net.Listen("tcp", s.listen)
 	if err != nil {
+		if rec != nil {
+			rec.Journal.Close()
+		}
 		return nil, fmt.Errorf("listen on %s: %v", s.listen, err)
 	}
-	now := time.Now()
-	// Virtual time 0 is now, so that ctime and mtime are wall-clock times.
-	s.sim.EpochMs = now.UnixMilli()
 	flw := &wire.FourLetterWords{Whitelist: s.whitelist, Conf: s.conf, Epoch: now}
 	if s.conf.ClientPort == 0 {
 		flw.Conf.ClientPort = ln.Addr().(*net.TCPAddr).Port
@@ -239,7 +302,13 @@ func startServe(s serveSettings, history *os.File) (*served, error) {
 		out.history = wire.NewHistoryWriter(history, now)
 		cfg.Observer = out.history
 	}
-	out.srv = wire.New(sim.NewServer(s.sim), cfg)
+	if rec != nil {
+		cfg.Journal = rec.Journal
+		out.journal = rec.Journal
+		out.srv = wire.New(rec.Server, cfg)
+	} else {
+		out.srv = wire.New(sim.NewServer(s.sim), cfg)
+	}
 	flw.Server = out.srv
 	go func() { out.done <- out.srv.Serve(ln) }()
 	return out, nil
@@ -251,6 +320,11 @@ func (s *served) close() error {
 	err := <-s.done
 	if errors.Is(err, wire.ErrServerClosed) {
 		err = nil
+	}
+	if s.journal != nil {
+		if jerr := s.journal.Close(); jerr != nil {
+			err = errors.Join(err, jerr)
+		}
 	}
 	if s.history != nil {
 		if herr := errors.Join(s.history.Close(), s.file.Close()); herr != nil {

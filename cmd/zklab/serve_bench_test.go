@@ -4,8 +4,9 @@ package main
 //
 //	go test ./cmd/zklab -run '^$' -bench 'Serve' -benchtime 2s
 //
-// Each benchmark has a sub-benchmark per server, zookeeper and zklab, the
-// same go-zookeeper v1.0.4 client code against both over loopback. Both
+// Each benchmark has a sub-benchmark per server, zookeeper and zklab (in
+// memory, and with a dataDir: its journal fsynced or not), the same
+// go-zookeeper v1.0.4 client code against all over loopback. Both
 // servers are warmed up (the JVM's JIT) before the clock starts.
 
 import (
@@ -35,18 +36,26 @@ func benchServers(b *testing.B, run func(b *testing.B, addr string)) {
 		real := zktest.Start(b)
 		run(b, real.Addr)
 	})
-	b.Run("zklab", func(b *testing.B) {
-		s, err := newServeSettings(zooConfig{maxClientCnxnsSet: true}, "127.0.0.1:0", false)
-		if err != nil {
-			b.Fatal(err)
-		}
-		srv, err := startServe(s, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer srv.close()
-		run(b, srv.addr)
-	})
+	// zklab in memory; with a dataDir, its journal fsynced (forceSync=yes,
+	// ZooKeeper's default) and not (forceSync=no).
+	for _, tc := range []struct{ name, forceSync string }{{"zklab", ""}, {"zklab-journal-fsync", "yes"}, {"zklab-journal-nosync", "no"}} {
+		b.Run(tc.name, func(b *testing.B) {
+			cfg := zooConfig{maxClientCnxnsSet: true, forceSync: tc.forceSync}
+			if tc.forceSync != "" {
+				cfg.dataDir = b.TempDir()
+			}
+			s, err := newServeSettings(cfg, "127.0.0.1:0", false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			srv, err := startServe(s, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer srv.close()
+			run(b, srv.addr)
+		})
+	}
 }
 
 func benchConn(b *testing.B, addr string) *zk.Conn {

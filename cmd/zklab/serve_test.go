@@ -153,8 +153,10 @@ func TestServeReadsZooCfgAndFlagsOverride(t *testing.T) {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	cfg := filepath.Join(t.TempDir(), "zoo.cfg")
-	text := fmt.Sprintf("tickTime=500\ndataDir=/nonexistent\nclientPort=%d\nclientPortAddress=127.0.0.1\nmaxClientCnxns=0\n4lw.commands.whitelist=conf,ruok\n", port)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "zoo.cfg")
+	dataDir := filepath.Join(dir, "data")
+	text := fmt.Sprintf("tickTime=500\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\nmaxClientCnxns=0\n4lw.commands.whitelist=conf,ruok\n", dataDir, port)
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +166,7 @@ func TestServeReadsZooCfgAndFlagsOverride(t *testing.T) {
 	}
 	conf := fourLetter(t, addr, "conf")
 	for _, want := range []string{
-		fmt.Sprintf("clientPort=%d\n", port), "dataDir=/nonexistent/version-2\n", "tickTime=500\n",
+		fmt.Sprintf("clientPort=%d\n", port), "dataDir=" + dataDir + "/version-2\n", "tickTime=500\n",
 		"maxClientCnxns=0\n", "minSessionTimeout=1000\n", "maxSessionTimeout=3000\n",
 	} {
 		if !strings.Contains(conf, want) {

@@ -57,13 +57,10 @@ var goZookeeperMultiServer = []string{
 // goZookeeperKnownGaps are single-server tests that pass against Debian's
 // ZooKeeper and fail against zklab serve today, with why. Each must keep
 // failing: when one passes, delete it from here.
-var goZookeeperKnownGaps = map[string]string{
-	// It stops the server and starts it again on the same dataDir, and
-	// expects the session and the node it made to be there: ZooKeeper
-	// keeps them in its snapshot and log, zklab serve keeps nothing
-	// across a restart (go-zookeeper's harness kills it with SIGKILL).
-	"TestIntegration_IfAuthdataSurvivesReconnect": "sessions and data surviving a server restart (zklab serve is in-memory)",
-}
+// (None today: TestIntegration_IfAuthdataSurvivesReconnect, which kills
+// the server with SIGKILL and starts it again on the same dataDir, passes
+// since serve keeps a journal there.)
+var goZookeeperKnownGaps = map[string]string{}
 
 // runGoZookeeperSuite runs go-zookeeper's integration tests, all but the
 // multi-server ones, with ZOOKEEPER_BIN_PATH=binPath, and returns each

@@ -25,7 +25,8 @@ type zooConfig struct {
 	maxSessionTimeoutMs int64  // maxSessionTimeout; -1 or absent: 20 ticks
 	maxClientCnxns      int    // maxClientCnxns per client address; 0 is no limit
 	maxClientCnxnsSet   bool
-	dataDir             string // dataDir: accepted, unused (zklab keeps everything in memory), shown by conf
+	dataDir             string // dataDir: where serve keeps its journal; "" is in memory only
+	forceSync           string // forceSync: "yes" or "no" (zookeeper.forceSync); "" is yes
 	// fourLetterWords is 4lw.commands.whitelist split at commas; "*" is
 	// every word. nil: the key was absent (ZooKeeper 3.5+ then allows
 	// only srvr).
@@ -42,7 +43,7 @@ type zooConfig struct {
 const superDigestKey = "DigestAuthenticationProvider.superDigest"
 
 // ignoredZooKeys are the zoo.cfg keys `zklab serve` accepts and ignores
-// (besides dataDir, which conf reports and nothing uses):
+// (dataDir and forceSync make serve durable, see journalPath):
 // ZooKeeper settings that test harnesses and Debian's sample config write
 // but that change nothing a client of an in-memory standalone server can
 // see (storage, the admin server, quorum timing, metrics). Any other key
@@ -178,6 +179,12 @@ func (cfg *zooConfig) set(key, value string) error {
 	case "dataDir":
 		cfg.dataDir = value
 		return nil
+	case "forceSync":
+		if value != "yes" && value != "no" {
+			return fmt.Errorf("forceSync %q: must be yes or no", value)
+		}
+		cfg.forceSync = value
+		return nil
 	case "4lw.commands.whitelist":
 		words, err := parseFourLetterWords(value)
 		cfg.fourLetterWords = words
@@ -195,7 +202,7 @@ func (cfg *zooConfig) set(key, value string) error {
 	if isIndexedKey(key, "server.") {
 		return fmt.Errorf("%s: zklab serve runs one standalone server, not an ensemble", key)
 	}
-	return fmt.Errorf("unknown key %q (zklab serve reads clientPort, clientPortAddress, tickTime, minSessionTimeout, maxSessionTimeout, maxClientCnxns, 4lw.commands.whitelist, %s, and ignores dataDir, %s, authProvider.N)",
+	return fmt.Errorf("unknown key %q (zklab serve reads clientPort, clientPortAddress, tickTime, minSessionTimeout, maxSessionTimeout, maxClientCnxns, 4lw.commands.whitelist, dataDir, forceSync, %s, and ignores %s, authProvider.N)",
 		key, superDigestKey, strings.Join(ignoredZooKeys, ", "))
 }
 

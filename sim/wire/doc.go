@@ -48,6 +48,15 @@
 //		...
 //	})
 //
+// Durable, as a ZooKeeper with a dataDir (journal.go): the simulated
+// server's inputs are logged before any reply they cause leaves, and
+// replayed into a fresh server on the next start:
+//
+//	rec, err := wire.OpenJournal(filepath.Join(dataDir, "zklab-journal"), cfg,
+//		wire.JournalOptions{Sync: true, WallClockMs: time.Now().UnixMilli()})
+//	srv := wire.New(rec.Server, wire.Config{Journal: rec.Journal})
+//	... srv.Close(); rec.Journal.Close()
+//
 // Observer is told everything the server does, in the server's order (for
 // a history of what was served); Conns, Stats and Inspect expose what the
 // four-letter words report.

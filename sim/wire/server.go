@@ -38,6 +38,11 @@ type Config struct {
 	FourLetterWord func(word string, w io.Writer)
 	// Observer, if set, is told everything the server does, in order.
 	Observer Observer
+	// Journal, if set, makes the server durable: every input is written
+	// to it before any output it causes leaves (see Journal). The
+	// simulated server given to New must be the one OpenJournal returned
+	// with it; its time continues where the journal's left off.
+	Journal *Journal
 }
 
 // A Server serves the ZooKeeper client protocol over one pure
@@ -71,6 +76,8 @@ type Server struct {
 	stats     counters
 	faults    faultState  // faults.go
 	keyed     keyedFaults // keyed.go
+	journal   *Journal
+	fatal     error // the journal failed: the server stopped
 
 	wg sync.WaitGroup // every goroutine the server started
 }
@@ -95,9 +102,18 @@ func New(srv *sim.Server, cfg Config) *Server {
 		listeners: make(map[net.Listener]struct{}),
 		timerAtMs: math.MaxInt64,
 	}
+	if j := cfg.Journal; j != nil {
+		s.journal = j
+		s.start = s.start.Add(-time.Duration(j.resumeMs) * time.Millisecond)
+		s.nextConn = j.nextConn - 1
+	}
 	s.stats.latencyMinMs = math.MaxInt64
 	s.timer = time.AfterFunc(time.Hour, s.onTimer)
 	s.timer.Stop()
+	if cfg.Journal != nil {
+		// The restarted sessions expire unless their clients come back.
+		s.rearmLocked(s.nowMs())
+	}
 	return s
 }
 
@@ -124,8 +140,11 @@ func (s *Server) Serve(l net.Listener) error {
 		nc, err := l.Accept()
 		if err != nil {
 			s.mu.Lock()
-			closed := s.closed
+			closed, fatal := s.closed, s.fatal
 			s.mu.Unlock()
+			if fatal != nil {
+				return fatal
+			}
 			if closed {
 				return ErrServerClosed
 			}
@@ -168,6 +187,9 @@ func (s *Server) ServeConn(nc net.Conn) error {
 	c.stats.latencyMinMs = math.MaxInt64
 	s.conns[c.id] = c
 	s.perIP[ipKey]++
+	if s.journal != nil {
+		s.journal.open(c.id, addr)
+	}
 	s.sim.OpenFrom(c.id, addr)
 	s.obs.ConnOpened(at, c.infoLocked())
 	s.wg.Add(2)
@@ -228,6 +250,9 @@ func (s *Server) ExpireSession(id int64) bool {
 	defer s.mu.Unlock()
 	nowMs := s.nowMs()
 	s.advanceLocked(nowMs)
+	if s.journal != nil {
+		s.journal.expire(nowMs, id)
+	}
 	ok := s.sim.ExpireSession(nowMs, id)
 	s.stepInternalLocked(nowMs)
 	s.rearmLocked(nowMs)
@@ -246,6 +271,9 @@ func (s *Server) advanceLocked(nowMs int64) {
 		return
 	}
 	s.timerAtMs = math.MaxInt64
+	if s.journal != nil {
+		s.journal.tick(nowMs)
+	}
 	s.sim.Tick(nowMs)
 	s.flushLocked()
 	s.stepInternalLocked(nowMs)
@@ -254,6 +282,9 @@ func (s *Server) advanceLocked(nowMs int64) {
 // stepInternalLocked applies the closeSessions of expired sessions.
 func (s *Server) stepInternalLocked(nowMs int64) {
 	for s.sim.HasInternal() {
+		if s.journal != nil {
+			s.journal.step(nowMs)
+		}
 		id := s.sim.StepInternal(nowMs)
 		s.obs.SessionExpired(time.Now(), id)
 		s.flushLocked()
@@ -288,6 +319,12 @@ func (s *Server) onTimer() {
 // flushLocked turns the simulated server's outputs into frames on their
 // connections' queues, in order.
 func (s *Server) flushLocked() {
+	if s.journal != nil {
+		if err := s.journal.commit(s.sim); err != nil {
+			s.failLocked(err)
+			return
+		}
+	}
 	at := time.Now()
 	for _, o := range s.sim.Outputs() {
 		c := s.conns[o.Conn]
@@ -332,6 +369,32 @@ func (s *Server) flushLocked() {
 			c.closeAfterFlush("closed by the server")
 		}
 	}
+}
+
+// failLocked stops the server because its journal failed: what was not
+// logged must not be answered (ZooKeeper exits when it cannot write its
+// transaction log). Serve returns err.
+func (s *Server) failLocked(err error) {
+	s.sim.Outputs()
+	if s.closed {
+		return
+	}
+	s.fatal = err
+	s.closed = true
+	for l := range s.listeners {
+		l.Close()
+	}
+	for _, c := range s.conns {
+		c.nc.Close()
+	}
+	s.timer.Stop()
+}
+
+// Err is why the server stopped on its own (its journal failed), or nil.
+func (s *Server) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fatal
 }
 
 // pendingRequest is a request the simulated server has not answered yet:
@@ -506,6 +569,9 @@ func (c *conn) handshake(body []byte) string {
 	c.connect = req
 	c.stats.received++
 	s.stats.received++
+	if s.journal != nil {
+		s.journal.connect(nowMs, c.id, body)
+	}
 	s.sim.Connect(nowMs, c.id, req.ConnectRequest)
 	s.flushLocked()
 	s.rearmLocked(nowMs)
@@ -548,6 +614,9 @@ func (c *conn) request(body []byte) string {
 	s.stats.received++
 	c.pending[req.Xid] = pendingRequest{op: req.Op, at: at}
 	s.obs.RequestReceived(at, c.id, c.session, req)
+	if s.journal != nil {
+		s.journal.receive(nowMs, c.id, body)
+	}
 	s.sim.Receive(nowMs, c.id, req)
 	s.flushLocked()
 	if fired {
@@ -567,6 +636,9 @@ func (c *conn) end(reason string) {
 	defer s.mu.Unlock()
 	c.closeAfterFlush(reason)
 	if s.sim.HasConn(c.id) {
+		if s.journal != nil {
+			s.journal.disconnect(c.id)
+		}
 		s.sim.Disconnect(c.id)
 	}
 	c.gone = true

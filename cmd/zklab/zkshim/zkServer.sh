@@ -11,8 +11,10 @@
 # SERVER_JVMFLAGS or JVMFLAGS, -Dzookeeper.extendedTypesEnabled=true
 # becomes --extended-types; the rest (superDigest, emulate353TTLNodes,
 # log settings) have no zklab counterpart and are ignored. Only
-# start-foreground is supported: zklab serve keeps no pid file and no
-# data, so start, stop, status and restart would mean nothing.
+# start-foreground is supported: zklab serve keeps no pid file, so start,
+# stop, status and restart would mean nothing. With the zoo.cfg's dataDir,
+# zklab serve keeps its journal there, and a server started again on it
+# (after a kill -9 too) has its nodes and sessions back, as ZooKeeper.
 set -eu
 if [ "$#" -lt 1 ] || [ "$1" != start-foreground ]; then
 	echo "zkServer.sh (zklab shim): only 'start-foreground ZOO.CFG' is supported, got: $*" >&2
