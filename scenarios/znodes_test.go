@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"testing"
+	"time"
 )
 
 // zkLinearizableFindings are scenarios that failed zk-linearizable, the
@@ -43,5 +44,25 @@ func TestZKLinearizableFindings(t *testing.T) {
 				t.Errorf("verdict:\n%s", res.Verdict)
 			}
 		})
+	}
+}
+
+// TestExploreZnodes: with Znodes, exploration checks each run's server
+// history (zk-linearizable), as a replay does; without, it skips it.
+func TestExploreZnodes(t *testing.T) {
+	for _, znodes := range []bool{false, true} {
+		res, err := Explore(ExploreOptions{Recipe: "unprotected-lock", Runs: 2000, Seed: 1, Dir: t.TempDir(), ShrinkTime: time.Second, Znodes: znodes})
+		if err != nil || res.Found == nil || res.Failure == nil {
+			t.Fatalf("znodes=%v: the flawed recipe not found: %v", znodes, err)
+		}
+		want := Skipped
+		if znodes {
+			want = Pass // the server is right; the recipe is not
+		}
+		for _, r := range []*Result{res.Found, res.Failure} {
+			if got := r.Verdict.Check(CheckZnodes).Outcome; got != want {
+				t.Errorf("znodes=%v: zk-linearizable %v, want %v", znodes, got, want)
+			}
+		}
 	}
 }
