@@ -145,3 +145,86 @@ func TestZnodeIllegal(t *testing.T) {
 	}
 	check(t, "wrong data", Znode(), h, porcupine.Illegal)
 }
+
+// A call that never returned (its client crashed with the request on its
+// way) has no outcome: ZnodeOperations makes a write of it ambiguous from
+// its call to the client's crash, and leaves a read out. Taken as a
+// success, c2's create below would clash with c1's.
+func TestZnodeOperationsPendingCalls(t *testing.T) {
+	history := []sim.Operation{
+		{Client: 2, Op: "createContainer", Path: "/lock", Flags: zk.FlagContainer, CallStep: 15},
+		{Client: 2, Op: "exists", Path: "/lock", CallStep: 15},
+		{Client: 1, Op: "createContainer", Path: "/lock", Flags: zk.FlagContainer, OutPath: "/lock", Returned: true, CallStep: 24, ReturnStep: 27},
+		{Client: 1, Op: "exists", Path: "/lock", Exists: true, Stat: &zk.Stat{}, Returned: true, CallStep: 28, ReturnStep: 30},
+	}
+	trace := []sim.Event{{Kind: "fault", Client: 2, Step: 16, Detail: "crash c2"}}
+	ops := ZnodeOperations(history, trace, 100)
+	if len(ops) != 3 {
+		t.Fatalf("%d operations, want 3 (the pending read left out): %+v", len(ops), ops)
+	}
+	pending := ops[0]
+	if in := pending.Input.(ZnodeInput); !in.Ambiguous || pending.Call != 15 || pending.Return != 16 {
+		t.Errorf("the crashed client's create: ambiguous %v over [%d, %d], want ambiguous over [15, 16]", in.Ambiguous, pending.Call, pending.Return)
+	}
+	check(t, "crashed client's create and another's", Znode(), ops, porcupine.Ok)
+
+	// The crash bounds the ambiguity: a node absent after it cannot
+	// appear later by the crashed client's hand.
+	history = []sim.Operation{
+		{Client: 2, Op: "create", Path: "/n", CallStep: 5},
+		{Client: 1, Op: "exists", Path: "/n", Returned: true, CallStep: 10, ReturnStep: 11},
+		{Client: 1, Op: "exists", Path: "/n", Exists: true, Stat: &zk.Stat{}, Returned: true, CallStep: 12, ReturnStep: 13},
+	}
+	trace = []sim.Event{{Kind: "fault", Client: 2, Step: 6, Detail: "crash c2"}}
+	check(t, "created after its client crashed", Znode(), ZnodeOperations(history, trace, 100), porcupine.Illegal)
+	check(t, "pending at the end of the run", Znode(), ZnodeOperations(history, nil, 100), porcupine.Ok)
+}
+
+// TestZnodeSimHistoriesCrash checks histories in which a client crashes
+// with requests on their way, and the server restarts.
+func TestZnodeSimHistoriesCrash(t *testing.T) {
+	pendingSeen := 0
+	for seed := uint64(1); seed <= 20; seed++ {
+		w := sim.New(sim.Config{Seed: seed, KeepHistory: true, KeepTrace: true, Faults: []sim.ScheduledFault{
+			{AtStep: 20 + seed, Fault: sim.Fault{Kind: sim.FaultCrash, Client: 2}},
+			{AtStep: 40, Fault: sim.Fault{Kind: sim.FaultRestart, Duration: time.Second}},
+		}})
+		acl := zk.WorldACL(zk.PermAll)
+		for i := 1; i <= 2; i++ {
+			c, err := w.NewClient(sim.ClientConfig{SessionTimeout: 10 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Go(c, fmt.Sprintf("c%d", i), func(ctx context.Context) {
+				for j := range 10 {
+					p := fmt.Sprintf("/n%d", j%2)
+					flags := int32(0)
+					if j%3 == 0 {
+						flags = zk.FlagEphemeral
+					}
+					c.Create(ctx, p, []byte(fmt.Sprint(i, j)), flags, acl)
+					c.Set(ctx, p, []byte(fmt.Sprint(j)), -1)
+					c.Get(ctx, p)
+					c.Delete(ctx, p, -1)
+				}
+			})
+		}
+		if err := w.Run(); err != nil {
+			t.Fatal(err)
+		}
+		h := w.History()
+		for _, o := range h {
+			if o.Pending() {
+				pendingSeen++
+			}
+		}
+		ops := ZnodeOperations(h, w.Trace(), w.StepCount())
+		if res := porcupine.CheckOperationsTimeout(Znode(), ops, 5*time.Second); res != porcupine.Ok {
+			t.Errorf("seed %d: %v", seed, res)
+		}
+		w.Close()
+	}
+	if pendingSeen == 0 {
+		t.Error("no crash caught a call on its way: the test tests nothing")
+	}
+}

@@ -303,14 +303,27 @@ func notSent(err error) bool {
 // connection. So it ends at the first "closed by the client" event of the
 // same client after its return, in the trace (sim.World.Trace); with no
 // such event, or no trace, at the last step of the run (lastStep). A
+// call that never returned (sim.Operation.Pending: its client crashed
+// with the request on its way, or the run ended first) is ambiguous too,
+// from its call: a crash throws away what the client had not yet
+// delivered, so it ends at the client's first crash or FIN after the
+// call, else at lastStep; such a read tells nothing and is left out. A
 // sequential node whose creation the history does not show starts out
 // possibly present, with unknown data.
 func ZnodeOperations(history []sim.Operation, trace []sim.Event, lastStep uint64) []porcupine.Operation {
-	fins := map[int][]uint64{} // client -> steps of its connections' FINs reaching the server
+	// client -> steps after which nothing more of the client's reaches
+	// the server on the connection it had: its connections' FINs reaching
+	// the server, and its crash.
+	fins := map[int][]uint64{}
 	for _, e := range trace {
-		if e.Kind == "server" && e.Client != 0 && strings.HasSuffix(e.Detail, "closed by the client") {
+		finished := e.Kind == "server" && strings.HasSuffix(e.Detail, "closed by the client") ||
+			e.Kind == "fault" && strings.HasPrefix(e.Detail, string(sim.FaultCrash)+" ")
+		if finished && e.Client != 0 {
 			fins[e.Client] = append(fins[e.Client], e.Step)
 		}
+	}
+	for _, steps := range fins {
+		slices.Sort(steps)
 	}
 	created := map[string]bool{}
 	var ops []porcupine.Operation
@@ -333,14 +346,18 @@ func ZnodeOperations(history []sim.Operation, trace []sim.Event, lastStep uint64
 			continue
 		}
 		ret := int64(o.ReturnStep)
-		if isAmbiguous(o.Err) {
+		if o.Pending() || isAmbiguous(o.Err) {
 			if in.Op == "exists" || in.Op == "existsW" || in.Op == "get" || in.Op == "getW" {
 				continue // a read that never answered tells nothing
 			}
 			in.Ambiguous = true
+			from := o.ReturnStep
+			if o.Pending() {
+				from = o.CallStep
+			}
 			ret = int64(lastStep)
 			for _, s := range fins[o.Client] {
-				if s >= o.ReturnStep {
+				if s >= from {
 					ret = int64(s)
 					break
 				}

@@ -599,11 +599,16 @@ func (r *runner) checkDeadWatches() CheckResult {
 }
 
 func checkZnodes(ops []sim.Operation, obs *observer, lastStep uint64, timeout time.Duration) CheckResult {
-	// The observer keeps no trace events; give the FIN steps through a
-	// synthetic trace.
+	// The observer keeps no trace events; give the FIN and crash steps
+	// through a synthetic trace.
 	var trace []sim.Event
 	for _, f := range obs.fins {
 		trace = append(trace, sim.Event{Kind: "server", Client: f.client, Step: f.step, Detail: "closed by the client"})
+	}
+	for client := 1; client < len(obs.ops); client++ {
+		if step, ok := obs.crashStep[client]; ok {
+			trace = append(trace, sim.Event{Kind: "fault", Client: client, Step: step, Detail: fmt.Sprintf("%s c%d", sim.FaultCrash, client)})
+		}
 	}
 	hist := model.ZnodeOperations(ops, trace, lastStep)
 	res := porcupine.CheckOperationsTimeout(model.Znode(), hist, timeout)

@@ -68,6 +68,10 @@ type ExploreOptions struct {
 	ShrinkTime time.Duration
 	// CheckTimeout bounds each porcupine check (default 2 s).
 	CheckTimeout time.Duration
+	// Znodes checks every run's server history against model.Znode (the
+	// zk-linearizable check), as a replay does; off, the check is
+	// skipped: it keeps every call of the run and costs time.
+	Znodes bool
 	// Parallel is the number of schedules run at once (default
 	// GOMAXPROCS). The schedules explored, the violation reported and
 	// the shrunk file do not depend on it (see search.go).
@@ -425,7 +429,7 @@ func Explore(o ExploreOptions) (*ExploreResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("explore: the scenario file written does not parse: %w", err)
 	}
-	again, err := Run(sc, RunOptions{Recipe: o.New, Lock: o.Lock, CheckTimeout: o.CheckTimeout})
+	again, err := Run(sc, RunOptions{Recipe: o.New, Lock: o.Lock, CheckTimeout: o.CheckTimeout, Znodes: o.Znodes})
 	if err != nil {
 		return res, err
 	}

@@ -109,6 +109,7 @@ func (c *Client) end(o *Operation, err error, fill func(o *Operation)) {
 		return
 	}
 	o.Err = err
+	o.Returned = true
 	o.ReturnStep = w.step
 	o.ReturnTime = time.Duration(w.nowNs)
 	if fill != nil {

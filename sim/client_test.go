@@ -3,6 +3,8 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -540,5 +542,51 @@ func TestRequestOnTheWireOutlivesItsFailedCall(t *testing.T) {
 	}
 	if probes < 2 {
 		t.Errorf("exists /a answered at once (%d probes): the partition did not hold the request back", probes)
+	}
+}
+
+// A call whose client crashes with the request on its way never returns:
+// the history keeps it pending, with no outcome, not as a success.
+func TestCrashLeavesCallPending(t *testing.T) {
+	w := New(Config{Seed: 3, KeepTrace: true, KeepHistory: true, CheckEveryStep: true})
+	t.Cleanup(w.Close)
+	var cs []*Client
+	for range 2 {
+		c, err := w.NewClient(ClientConfig{SessionTimeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, c)
+	}
+	a, b := cs[0], cs[1]
+	w.Go(a, "victim", func(ctx context.Context) {
+		a.Exists(ctx, "/")
+		// Cut off, its create waits on the wire until the crash.
+		w.Inject(Fault{Kind: FaultPartition, Client: 1, Duration: 5 * time.Second})
+		a.Create(ctx, "/n", nil, 0, acl)
+	})
+	w.Go(b, "killer", func(ctx context.Context) {
+		b.Sleep(ctx, time.Second)
+		w.Inject(Fault{Kind: FaultCrash, Client: 1})
+		b.Exists(ctx, "/n")
+	})
+	run(t, w)
+	var pending, returned []string
+	for _, o := range w.History() {
+		name := fmt.Sprintf("c%d %s %s", o.Client, o.Op, o.Path)
+		if o.Pending() {
+			pending = append(pending, name)
+			if o.Err != nil || o.OutPath != "" || o.ReturnStep != 0 {
+				t.Errorf("%s never returned, yet has an outcome: err %v, path %q, return step %d", name, o.Err, o.OutPath, o.ReturnStep)
+			}
+			continue
+		}
+		returned = append(returned, name)
+	}
+	if want := []string{"c1 create /n"}; !slices.Equal(pending, want) {
+		t.Errorf("pending calls %q, want %q", pending, want)
+	}
+	if want := []string{"c1 exists /", "c2 exists /n"}; !slices.Equal(returned, want) {
+		t.Errorf("returned calls %q, want %q", returned, want)
 	}
 }

@@ -10,6 +10,10 @@ import (
 // invoked and when it returned, in steps and in virtual time: the history
 // a linearizability checker consumes. An operation that failed with
 // zk.ErrConnectionClosed may or may not have been applied (Ambiguous).
+// One that never returned (Returned is false: its client crashed with
+// the request on its way, or the history was taken while the call was in
+// progress) has no outcome at all: its Err, outputs and return are zero,
+// and it too may or may not have been applied.
 type Operation struct {
 	ID      int
 	Client  int
@@ -30,6 +34,9 @@ type Operation struct {
 	Multi    []zk.MultiResponse
 	Err      error
 
+	// Returned is set when the call returned; ReturnStep and ReturnTime
+	// mean nothing without it.
+	Returned   bool
 	CallStep   uint64
 	ReturnStep uint64
 	CallTime   time.Duration
@@ -39,6 +46,10 @@ type Operation struct {
 // Ambiguous reports whether the outcome is unknown: the connection closed
 // with the request possibly applied.
 func (o *Operation) Ambiguous() bool { return o.Err == zk.ErrConnectionClosed }
+
+// Pending reports whether the call never returned: its outcome is
+// unknown, and it may have been applied at any point after its call.
+func (o *Operation) Pending() bool { return !o.Returned }
 
 // History returns every operation so far, in invocation order
 // (Config.KeepHistory).
