@@ -49,6 +49,7 @@ var workloads = []struct {
 }{
 	{"cycles", "Cycles times: acquire, update the store, release, think; a failed acquire backs off and uses up its cycle", cyclesWorkload},
 	{"try-cycles", "Cycles times: try-acquire until granted (backing off between tries), update the store, release, think", tryCyclesWorkload},
+	{"lead", "campaign for leadership; as leader, update the store Cycles times while the term is held (not SUSPENDED or LOST); abdicate", leadWorkload},
 }
 
 // defaultWorkload is the workload of a scenario without a workload line.
@@ -262,6 +263,21 @@ func (w *Worker) Release(ctx context.Context, held *Held) error {
 	return err
 }
 
+// Lead campaigns for leadership with an election recipe: Acquire, in the
+// words of a leader.
+func (w *Worker) Lead(ctx context.Context) (*Held, error) { return w.Acquire(ctx) }
+
+// Abdicate gives leadership up: Release.
+func (w *Worker) Abdicate(ctx context.Context, term *Held) error { return w.Release(ctx, term) }
+
+// StillHeld reports whether the holder's own view of its lease (or term)
+// is still held: not SUSPENDED, LOST or released (Curator's states). A
+// lease of a user's lock without a State method counts as held.
+func (w *Worker) StillHeld(held *Held) bool {
+	s, ok := held.Lease.(interface{ State() recipes.LeaseState })
+	return !ok || s.State() == recipes.LeaseHeld
+}
+
 // acquireBackoff is the pause after a failed acquire before the next
 // cycle.
 const acquireBackoff = 100 * time.Millisecond
@@ -315,5 +331,33 @@ func tryCyclesWorkload(ctx context.Context, w *Worker) error {
 			}
 		}
 	}
+	return nil
+}
+
+// leadWorkload is a leader's program: campaign until elected; as leader,
+// update the store Cycles times, each only while the term is held in the
+// leader's own view (a SUSPENDED or LOST term ends the leadership early,
+// as Curator's listeners advise); then abdicate. A check of the term's
+// state before acting narrows the window of split-brain but cannot close
+// it: a leader that stops for longer than its session timeout between the
+// check and the act acts on a lost term. Only the fencing token at the
+// store closes it.
+func leadWorkload(ctx context.Context, w *Worker) error {
+	term, err := w.Lead(ctx)
+	if err != nil {
+		return w.Sleep(ctx, acquireBackoff)
+	}
+	for k := range w.Cycles() {
+		if !w.StillHeld(term) {
+			break
+		}
+		w.Update(ctx, term)
+		if k < w.Cycles()-1 && w.Think() > 0 {
+			if err := w.Sleep(ctx, w.Think()); err != nil {
+				return err
+			}
+		}
+	}
+	w.Abdicate(ctx, term)
 	return nil
 }
