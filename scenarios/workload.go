@@ -361,3 +361,8 @@ func leadWorkload(ctx context.Context, w *Worker) error {
 	w.Abdicate(ctx, term)
 	return nil
 }
+
+// LockOf adapts one handle of the recipes package (a lock, or a leader
+// election whose Acquire campaigns and whose lease is the term) to the
+// testbed's Lock.
+func LockOf(l recipes.Lock) Lock { return recipeLock{l} }
