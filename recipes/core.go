@@ -469,10 +469,6 @@ const (
 	// waitChildren: getChildren with a watch on the directory: every
 	// change wakes every waiter, the herd.
 	waitChildren
-	// waitExists: exists with a watch on the node in the way; a node
-	// already gone leaves a creation watch (it may fire later, harmlessly)
-	// and the waiter lists again (ZooKeeper's election recipe).
-	waitExists
 	// waitLostWakeup: exists with a watch on the node in the way, waiting
 	// on the watch even when the node is already gone: the flaw of
 	// lost-wakeup-lock.
@@ -598,12 +594,6 @@ func (q *queue) round(ctx context.Context, node lockNode, pred predicate, block 
 		_, _, watch, err = q.conn.GetW(ctx, q.dir+"/"+blocker)
 		if errors.Is(err, zk.ErrNoNode) {
 			return true, nil // gone already: no watch was set; list again
-		}
-	case waitExists:
-		var there bool
-		there, _, watch, err = q.conn.ExistsW(ctx, q.dir+"/"+blocker)
-		if err == nil && !there {
-			return true, nil // gone already: list again
 		}
 	case waitLostWakeup:
 		// The flaw: the answer of exists is ignored, and a watch on a

@@ -105,3 +105,49 @@ func TestLeaderLatchTermLostWithSession(t *testing.T) {
 		t.Errorf("epochs %#x then %#x: want the second higher", first, second)
 	}
 }
+
+// Lead's listener runs in the background (Conn.Go) and ends the leader's
+// work as soon as its term is suspended: the work, asleep for an hour,
+// returns when the leader's session is expired, and the next candidate
+// leads with a higher epoch.
+func TestLeaderSelectorWorkEndsWhenTermIsSuspended(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		e := b.open(t, 3)
+		c1, c2 := e.Conn(t), e.Conn(t)
+		s1, s2 := recipes.NewLeaderSelector(c1, "/election/w"), recipes.NewLeaderSelector(c2, "/election/w")
+		var first, second int64
+		var ended error
+		e.Go(c1, "leader", func(ctx context.Context) {
+			lctx, cancel := within(c1, time.Minute)
+			defer cancel()
+			s1.Lead(lctx, func(wctx context.Context, term *recipes.Lease) error {
+				first = term.Token()
+				if err := e.Inject(c1, sim.FaultExpire, 0); err != nil {
+					t.Errorf("expire: %v", err)
+				}
+				ended = c1.Sleep(wctx, time.Hour)
+				return nil
+			})
+		})
+		e.Go(c2, "follower", func(ctx context.Context) {
+			c2.Sleep(ctx, 10*time.Millisecond)
+			lctx, cancel := within(c2, time.Minute)
+			defer cancel()
+			if err := s2.Lead(lctx, func(_ context.Context, term *recipes.Lease) error {
+				second = term.Token()
+				return nil
+			}); err != nil {
+				t.Errorf("follower: %v", err)
+			}
+		})
+		if err := e.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(ended, context.Canceled) {
+			t.Errorf("the leader's work ended with %v, want context.Canceled from the listener", ended)
+		}
+		if first == 0 || second <= first {
+			t.Errorf("epochs %#x then %#x: want the second higher", first, second)
+		}
+	})
+}

@@ -110,7 +110,7 @@ var registry = []Recipe{
 	},
 	{
 		Name:    "election",
-		Summary: "leader election: ephemeral-sequential candidates, each watching the next lower with exists",
+		Summary: "leader election: ephemeral-sequential n_ candidates, each watching the next lower (with get, as kazoo does)",
 		Source:  "ZooKeeper's recipes page (leader election), kazoo Election",
 		New:     func(c Conn, p string, _ Options) Lock { return NewElection(c, p) },
 	},
