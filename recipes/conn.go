@@ -55,6 +55,14 @@ type Conn interface {
 	// GUID returns 32 random hex digits, from the simulator's seeded source
 	// in the simulator.
 	GUID() string
+	// Go runs fn as background work of the client's (a watch callback, a
+	// connection-state listener, a retried delete): a task the simulator
+	// schedules like any other, and that dies with the client's process;
+	// a goroutine on a real server. fn's context ends when the client is
+	// closed (on a real server) or the run ends (in the simulator). A
+	// recipe starts background work only this way, never with a go
+	// statement of its own.
+	Go(name string, fn func(ctx context.Context))
 }
 
 // Session is a client's view of its session. Generation grows with every

@@ -106,6 +106,7 @@ func TestHerd(t *testing.T) {
 				{"herd-lock", herd, false},
 				{"herd-rw-lock", herd, false}, // the write side
 				{"exclusive-lock", herd, false},
+				{"herd-election", herd, false},
 				// The gate holder watches the leases, the others their gate
 				// predecessor: two notifications a hand-over, none after
 				// the last gate hand-over: 2n−3. The gate holder's watch
@@ -114,6 +115,9 @@ func TestHerd(t *testing.T) {
 				{"fair-lock", chain, true},
 				{"rw-lock", chain, true}, // the write side
 				{"reentrant-mutex", chain, true},
+				{"leader-latch", chain, true},
+				{"leader-selector", chain, true},
+				{"election", chain, true},
 			} {
 				check := func(t *testing.T) {
 					delivered, waited := herdRun(t, b, c.name, n)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -64,6 +65,9 @@ func (s LeaseState) String() string {
 // is higher. Unlike a node's sequence number it survives the deletion and
 // re-creation of the lock's directory, and it does not wrap at 2^31.
 type Lease struct {
+	// mu guards the state the holder and a listener (Listen, background
+	// work) both see: done, result, lost, suspended, since.
+	mu        sync.Mutex
 	conn      Conn
 	token     int64
 	session   int64
@@ -103,6 +107,8 @@ func (l *Lease) SessionID() int64 { return l.session }
 // session. It notices a suspension only when called; WaitState watches.
 // A lease lost stays lost.
 func (l *Lease) State() LeaseState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.done {
 		return LeaseReleased
 	}
@@ -142,15 +148,41 @@ func (l *Lease) State() LeaseState {
 // multi-lock lease, the earliest of its suspended parts).
 func (l *Lease) suspendedSince() time.Time {
 	if l.parts == nil {
+		l.mu.Lock()
+		defer l.mu.Unlock()
 		return l.since
 	}
 	var since time.Time
 	for _, p := range l.parts {
+		p.mu.Lock()
 		if p.suspended && (since.IsZero() || p.since.Before(since)) {
 			since = p.since
 		}
+		p.mu.Unlock()
 	}
 	return since
+}
+
+// Listen calls fn with each new state of the lease as the client sees it:
+// SUSPENDED, back to held, LOST, released (Curator's
+// ConnectionStateListener, for one lease). It runs as background work of
+// the client (Conn.Go: a simulated task, a goroutine on a real server),
+// not on the caller's task, until the lease is lost or released or ctx
+// ends; fn must not block.
+func (l *Lease) Listen(ctx context.Context, fn func(LeaseState)) {
+	seen := l.State()
+	l.conn.Go("lease-listener", func(context.Context) {
+		for seen != LeaseLost && seen != LeaseReleased {
+			st, err := l.WaitState(ctx, seen)
+			if err != nil {
+				return
+			}
+			if st != seen {
+				fn(st)
+				seen = st
+			}
+		}
+	})
 }
 
 // WaitState blocks until the lease's state differs from seen, and returns
@@ -192,12 +224,17 @@ func (l *Lease) WaitState(ctx context.Context, seen LeaseState) (LeaseState, err
 // lease keeps the node: call Release again (the handle also finishes the
 // job at its next acquire).
 func (l *Lease) Release(ctx context.Context) error {
-	if l.done {
-		return l.result
+	l.mu.Lock()
+	done, result := l.done, l.result
+	l.mu.Unlock()
+	if done {
+		return result
 	}
 	err := l.release(ctx)
 	if err == nil || errors.Is(err, ErrLeaseLost) {
+		l.mu.Lock()
 		l.done, l.result = true, err
+		l.mu.Unlock()
 	}
 	return err
 }

@@ -28,6 +28,7 @@ func correctRecipes() []recipes.Recipe {
 var fairRecipes = map[string]bool{
 	"herd-lock": true, "fair-lock": true, "reentrant-mutex": true, "semaphore-mutex": true,
 	"semaphore": true, "rw-lock": true, "herd-rw-lock": true, "multi-lock": true,
+	"leader-latch": true, "leader-selector": true, "election": true, "herd-election": true,
 }
 
 // A tracker records who is inside the critical section and the tokens
@@ -103,7 +104,8 @@ func checkNoLockNodes(t *testing.T, e env, allowed []string, dirs ...string) []s
 // with a source and a summary.
 func TestRegistry(t *testing.T) {
 	want := []string{"exclusive-lock", "herd-lock", "fair-lock", "reentrant-mutex", "semaphore-mutex", "semaphore",
-		"rw-lock", "herd-rw-lock", "multi-lock", "persistent-lock", "unprotected-lock", "lost-wakeup-lock"}
+		"rw-lock", "herd-rw-lock", "multi-lock", "leader-latch", "leader-selector", "election", "herd-election",
+		"persistent-lock", "unprotected-lock", "lost-wakeup-lock"}
 	if got := recipes.Names(); !slices.Equal(got, want) {
 		t.Errorf("Names() = %v, want %v", got, want)
 	}
@@ -112,7 +114,7 @@ func TestRegistry(t *testing.T) {
 		if !ok || r.Summary == "" || r.Source == "" || r.New == nil {
 			t.Errorf("Lookup(%q) = %+v, %v", name, r, ok)
 		}
-		if flawed := slices.Index(want, name) >= 9; r.Flawed() != flawed {
+		if flawed := slices.Index(want, name) >= 13; r.Flawed() != flawed {
 			t.Errorf("%s: Flawed() = %v", name, r.Flawed())
 		}
 	}

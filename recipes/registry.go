@@ -97,6 +97,30 @@ var registry = []Recipe{
 		},
 	},
 	{
+		Name:    "leader-latch",
+		Summary: "leader election: protected ephemeral-sequential candidates, the lowest leads, each watches its predecessor with getData",
+		Source:  "Curator LeaderLatch",
+		New:     func(c Conn, p string, _ Options) Lock { return NewLeaderLatch(c, p) },
+	},
+	{
+		Name:    "leader-selector",
+		Summary: "leader election on the reentrant mutex: leadership given up when the leader's work ends",
+		Source:  "Curator LeaderSelector",
+		New:     func(c Conn, p string, _ Options) Lock { return NewLeaderSelector(c, p) },
+	},
+	{
+		Name:    "election",
+		Summary: "leader election: ephemeral-sequential n_ candidates, each watching the next lower (with get, as kazoo does)",
+		Source:  "ZooKeeper's recipes page (leader election), kazoo Election",
+		New:     func(c Conn, p string, _ Options) Lock { return NewElection(c, p) },
+	},
+	{
+		Name:    "herd-election",
+		Summary: "election whose candidates all watch the children (the herd)",
+		Source:  "ZooKeeper's recipes page on the herd effect",
+		New:     func(c Conn, p string, _ Options) Lock { return NewHerdElection(c, p) },
+	},
+	{
 		Name:    "persistent-lock",
 		Summary: "fair-lock with PERSISTENT nodes",
 		Source:  "seed 000's warning on PERSISTENT nodes",

@@ -74,6 +74,10 @@ type RunOptions struct {
 	// CheckTimeout bounds each porcupine check; 0 means 2 s. A check that
 	// runs out is reported Unknown.
 	CheckTimeout time.Duration
+	// Workload is the program every client runs when the scenario's
+	// workload line names none of the built-in ones (a user's own);
+	// see Workload.
+	Workload Workload
 	// Strategy makes the scheduling decisions instead of the scenario's
 	// schedule (exploration); the decisions it makes are recorded in
 	// Result.Scenario.Schedule.
@@ -178,10 +182,14 @@ func Run(sc *Scenario, o RunOptions) (*Result, error) {
 			return nil, fmt.Errorf("scenario: fault %s names no client of %d", formatFault(f), sc.Clients)
 		}
 	}
-	if len(o.ZK) > 0 {
-		return runOnZK(sc, o, ctor, lockKind)
+	program, err := workloadFor(sc, o)
+	if err != nil {
+		return nil, err
 	}
-	r := newRunner(sc, o, ctor, lockKind)
+	if len(o.ZK) > 0 {
+		return runOnZK(sc, o, ctor, lockKind, program)
+	}
+	r := newRunner(sc, o, ctor, lockKind, program)
 	return r.run(), nil
 }
 
@@ -209,6 +217,7 @@ type runner struct {
 	sc       *Scenario
 	opts     RunOptions
 	ctor     Constructor
+	program  Workload
 	lockKind string
 	lockPath string
 	w        *sim.World
@@ -231,8 +240,8 @@ type runner struct {
 	cov     *coverageRecorder // nil unless RunOptions.Coverage
 }
 
-func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) *runner {
-	r := &runner{sc: sc, opts: o, ctor: ctor, lockKind: lockKind, lockPath: LockRoot}
+func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string, program Workload) *runner {
+	r := &runner{sc: sc, opts: o, ctor: ctor, program: program, lockKind: lockKind, lockPath: LockRoot}
 	var inner sim.Strategy = &sim.Replay{Choices: sc.Schedule, Next: firstStrategy{}}
 	if o.Strategy != nil {
 		inner = o.Strategy
@@ -413,97 +422,21 @@ func (r *runner) allDone() bool {
 	return true
 }
 
-// acquireBackoff is the pause after a failed acquire before the next
-// cycle.
-const acquireBackoff = 100 * time.Millisecond
-
-// workload is client i's task: Cycles times acquire, read the store,
-// hold, write the store, release, think; then close the session.
+// workload is client i's task: the scenario's workload program (the
+// default, cycles: acquire, update the store, release, think), then close
+// the session.
 func (r *runner) workload(i int, conn *observedConn, lock Lock) func(ctx context.Context) {
+	w := &Worker{r: r, client: i, conn: conn, lock: lock}
 	return func(ctx context.Context) {
 		defer func() {
 			r.mu.Lock()
 			r.done[i] = true
 			r.mu.Unlock()
 		}()
-		shared := r.sc.options(i).Read
-		for range r.sc.Cycles {
-			r.mu.Lock()
-			l := r.hist.add(lockRec{client: i, shared: shared, acquireCall: r.step(), acquireCallTime: r.now()})
-			r.mu.Unlock()
-			r.cov.setSection(i, PhaseAcquiring)
-			lease, err := lock.Acquire(ctx)
-			r.cov.setSection(i, PhaseIdle)
-			if err == nil && lease == nil {
-				err = errors.New("scenarios: Acquire returned neither a lease nor an error")
-			}
-			r.mu.Lock()
-			l.acquireReturn, l.acquireReturnTime, l.acquireErr, l.returned = r.step(), r.now(), err, true
-			if err == nil {
-				l.granted, l.token, l.session, l.nodes = true, lease.Token(), lease.SessionID(), lease.Nodes()
-				r.obs.tree.holdLives(l)
-			}
-			r.mu.Unlock()
-			if r.real != nil {
-				r.real.settled(i)
-			}
-			if err != nil {
-				if conn.Sleep(ctx, acquireBackoff) != nil {
-					return
-				}
-				continue
-			}
-			r.cov.setSection(i, PhaseHolding)
-			r.critical(ctx, i, conn, l)
-			r.mu.Lock()
-			l.releaseCall, l.releaseCallTime, l.releaseCalled = r.step(), r.now(), true
-			r.mu.Unlock()
-			r.cov.setSection(i, PhaseReleasing)
-			err = lease.Release(ctx)
-			r.cov.setSection(i, PhaseIdle)
-			r.mu.Lock()
-			l.releaseErr = err
-			l.releaseReturn, l.releaseReturned = r.step(), true
-			r.mu.Unlock()
-			if r.sc.Think > 0 && conn.Sleep(ctx, r.sc.Think) != nil {
-				return
-			}
+		if r.program(ctx, w) == nil {
+			conn.Close()
 		}
-		conn.Close()
 	}
-}
-
-// critical is the critical section: read the store, hold, write it plus
-// one. Reads and writes take storeLatency each, so they are separate
-// steps. A read or write the fenced store refuses ends the section.
-func (r *runner) critical(ctx context.Context, i int, conn *observedConn, l *lockRec) {
-	r.mu.Lock()
-	u := r.hist.addUpdate(updateRec{client: i, token: l.token, readCall: r.step(), readCallTime: r.now()})
-	r.mu.Unlock()
-	if conn.Sleep(ctx, storeLatencyMs*time.Millisecond) != nil {
-		return
-	}
-	r.mu.Lock()
-	u.read, u.readOK = r.store.read(l.token)
-	u.readReturn, u.readReturnTime, u.readDone = r.step(), r.now(), true
-	ok := u.readOK
-	r.mu.Unlock()
-	if !ok {
-		return
-	}
-	if r.sc.Hold > 0 && conn.Sleep(ctx, r.sc.Hold) != nil {
-		return
-	}
-	r.mu.Lock()
-	u.writeCall, u.writeCallTime = r.step(), r.now()
-	r.mu.Unlock()
-	if conn.Sleep(ctx, storeLatencyMs*time.Millisecond) != nil {
-		return
-	}
-	r.mu.Lock()
-	u.writeOK = r.store.write(i, l.token, u.read, r.step(), &r.last)
-	u.writeReturn, u.writeReturnTime, u.wrote = r.step(), r.now(), true
-	r.mu.Unlock()
 }
 
 // probeNode is a node of the lock's tree as a probe client saw it after

@@ -99,6 +99,8 @@ type Scenario struct {
 
 	// The lines a user's recipe needs to replay (scenario_replay.go).
 	replayLines
+	// The workload every client runs (workload.go).
+	workloadLine
 
 	layout []layoutItem
 }
@@ -141,7 +143,7 @@ const scheduleTokensPerLine = 16
 
 // singleKeys are the directives that appear at most once, in the order
 // Format writes them when the layout does not say.
-var singleKeys = append([]string{"recipe", "lock", "leases", "readers", "clients", "cycles", "hold", "think", "store", "session-timeout", "seed", "go-test"}, accessKeys...)
+var singleKeys = append([]string{"recipe", "lock", "leases", "readers", "clients", "cycles", "hold", "think", "store", "session-timeout", "seed", "go-test", "workload"}, accessKeys...)
 
 // render returns the canonical text of the directive key (index-th for
 // repeated ones), and whether the scenario has a value for it.
@@ -191,6 +193,9 @@ func (s *Scenario) render(key string, index int) ([]string, bool) {
 		return formatSchedule(s.Schedule), len(s.Schedule) > 0
 	}
 	if v, ok := s.renderAccess(key); ok {
+		return v, ok
+	}
+	if v, ok := s.renderWorkload(key); ok {
 		return v, ok
 	}
 	return s.renderReplay(key)
@@ -611,6 +616,9 @@ func (s *Scenario) parseDirective(key, rest string) error {
 			return err
 		}
 		if known, err := s.parseReplay(key, rest); known {
+			return err
+		}
+		if known, err := s.parseWorkload(key, rest); known {
 			return err
 		}
 		return fmt.Errorf("unknown directive %s (want one of %s, fault, expect, schedule)", Cut(key), strings.Join(singleKeys, ", "))

@@ -127,7 +127,7 @@ type anchoredFault struct {
 
 // runOnZK runs sc on the real ZooKeeper at o.ZK. An error is a scenario it
 // cannot run there (a restart) or a server it cannot reach.
-func runOnZK(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) (*Result, error) {
+func runOnZK(sc *Scenario, o RunOptions, ctor Constructor, lockKind string, program Workload) (*Result, error) {
 	for _, f := range sc.Faults {
 		if f.Kind == sim.FaultRestart {
 			return nil, fmt.Errorf("scenario: fault %s: a real server's restart is not in zklab's hands; run it on the simulator", formatFault(f))
@@ -136,8 +136,8 @@ func runOnZK(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) (*Re
 	if len(sc.Access.Addresses) > 0 {
 		return nil, fmt.Errorf("scenario: addresses run on the simulator only: a real server sees every client of a run at the proxies' address")
 	}
-	anchors, notes := anchorFaults(sc, o, ctor, lockKind)
-	r := &runner{sc: sc, opts: o, ctor: ctor, lockKind: lockKind}
+	anchors, notes := anchorFaults(sc, o, ctor, lockKind, program)
+	r := &runner{sc: sc, opts: o, ctor: ctor, lockKind: lockKind, program: program}
 	r.obs = newObserver(false, sc.Clients)
 	r.obs.hist = &r.hist
 	r.store = &store{fenced: sc.Store == StoreFenced}
@@ -197,13 +197,13 @@ func runOnZK(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) (*Re
 
 // anchorFaults runs the scenario on the simulator and finds, for each
 // fault, during which of its client's operations it struck there.
-func anchorFaults(sc *Scenario, o RunOptions, ctor Constructor, lockKind string) ([]anchoredFault, []string) {
+func anchorFaults(sc *Scenario, o RunOptions, ctor Constructor, lockKind string, program Workload) ([]anchoredFault, []string) {
 	if len(sc.Faults) == 0 {
 		return nil, nil
 	}
 	simOpts := o
 	simOpts.ZK, simOpts.ZKLog, simOpts.Trace, simOpts.Report, simOpts.Znodes = nil, nil, false, false, false
-	sr := newRunner(sc, simOpts, ctor, lockKind)
+	sr := newRunner(sc, simOpts, ctor, lockKind, program)
 	// Only where the faults struck is wanted: the server's tree, which
 	// the checks of this run would read, is not followed (it costs the
 	// real runs going on at the same time their CPU).

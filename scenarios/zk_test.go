@@ -229,6 +229,7 @@ func TestZKLibraryStories(t *testing.T) {
 		"lost-reply-fair", "lost-reply-unprotected",
 		"split-brain-fenced", "split-brain-unfenced",
 		"acl-keeps-out",
+		"leader-split-brain-unfenced", "herd-election-10",
 	}
 	type outcome struct {
 		sc  *scenarios.Scenario

@@ -521,6 +521,16 @@ func (ww *watchWait) reset() {
 	*ww = watchWait{watches: ww.watches[:0]}
 }
 
+// Go runs fn as a task of the client's process (recipes.Conn's
+// background work): scheduled like any task, killed with the process. On
+// a world already closed it does nothing: the run is over.
+func (c *Client) Go(name string, fn func(ctx context.Context)) {
+	if c.w.closed {
+		return
+	}
+	c.w.Go(c, name, fn)
+}
+
 // Sleep pauses the calling task for d of virtual time, or until ctx is
 // done.
 func (c *Client) Sleep(ctx context.Context, d time.Duration) error {

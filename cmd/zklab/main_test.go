@@ -63,6 +63,7 @@ func TestCommands(t *testing.T) {
 		{"run-partition.txt", []string{"run", "testdata/contract/g-partition.scenario"}, 0},
 		{"splitbrain.txt", []string{"splitbrain"}, 1},
 		{"splitbrain-fencing.txt", []string{"splitbrain", "--fencing"}, 0},
+		{"splitbrain-election.txt", []string{"splitbrain", "--election"}, 1},
 		{"explore-fair-lock.txt", []string{"explore", "--recipe", "fair-lock", "--runs", "40", "--seed", "3"}, 0},
 		{"explore-shard.txt", []string{"explore", "--recipe", "rw-lock", "--runs", "20", "--shard", "2/4", "--strategy", "pct"}, 0},
 	} {
@@ -124,6 +125,7 @@ func TestBadUsage(t *testing.T) {
 		{[]string{"explore", "--recipe", "fair-lock", "--shard", "5/4"}, `--shard: "5/4" is not K/N`},
 		{[]string{"explore", "--recipe", "fair-lock", "--strategy", "dfs"}, `--strategy: "dfs"`},
 		{[]string{"splitbrain", "now"}, `unexpected argument "now"`},
+		{[]string{"splitbrain", "--election", "--fencing"}, "--election tells both resources' stories"},
 		{[]string{"explore", "--recipe", "fair-lock", "--leases", "3"}, "--leases is for the semaphore recipe"},
 	} {
 		code, _, errOut := zklab(t, tc.args...)

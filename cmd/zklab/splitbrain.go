@@ -15,6 +15,7 @@ func init() {
 		name:    "splitbrain",
 		summary: "the split-brain story: a paused holder, an expired session, a corrupted (or fenced) store",
 		usage: `Usage: zklab splitbrain [--fencing] [--html OUT] [--zk HOST:PORT]
+       zklab splitbrain --election
 
 Tells, step by step on the simulator, how a lock holder whose process
 pauses for longer than its session timeout comes back still believing it
@@ -24,6 +25,11 @@ other's update. With --fencing the store checks the lease's fencing token
 story runs on a real ZooKeeper, sized for it: 4 s sessions (the least a
 default server grants) and a 12 s pause, which blackholes c1's local
 proxy and holds its task; it takes about 13 seconds.
+
+With --election the story is leader election's (leader-latch): a leader
+paused past its session timeout, before a resource that trusts whoever
+writes and before one that checks the term's epoch; exit 1 (the first
+resource was corrupted). Simulator only.
 
 Exit 1 without --fencing (the store was corrupted: a violation), 0 with it.
 
@@ -38,11 +44,22 @@ func runSplitBrain(args []string, stdout, stderr io.Writer) error {
 	fencing := fs.Bool("fencing", false, "the store checks fencing tokens")
 	htmlOut := fs.String("html", "", "write a self-contained HTML report to this file")
 	zkServers := fs.String("zk", "", "run on a real ZooKeeper at HOST:PORT instead of the simulator")
+	election := fs.Bool("election", false, "tell leader election's story, a fenced and an unfenced resource")
 	if err := parseFlags(fs, c, args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	if *election {
+		if *fencing || *htmlOut != "" || *zkServers != "" {
+			return usagef("--election tells both resources' stories on the simulator: it takes no --fencing, --html or --zk")
+		}
+		res, err := electionSplitBrain(stdout)
+		if err != nil {
+			return err
+		}
+		return electionSplitBrainResult(res)
 	}
 	var servers []string
 	if *zkServers != "" {

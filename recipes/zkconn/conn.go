@@ -58,6 +58,10 @@ type Conn struct {
 	reportedMs int32
 	reported   chan struct{} // closed and replaced at every such line
 	done       chan struct{} // closed when the event goroutine ends
+	// background is the context of the recipes' background work (Go):
+	// cancelled by Close.
+	background     context.Context
+	stopBackground context.CancelFunc
 }
 
 // Dial connects to servers as zk.Connect does: in the background. The
@@ -73,6 +77,7 @@ func Dial(servers []string, sessionTimeout time.Duration, opts ...Option) (*Conn
 		reported: make(chan struct{}),
 		done:     make(chan struct{}),
 	}
+	c.background, c.stopBackground = context.WithCancel(context.Background())
 	c.session.State = zk.StateDisconnected
 	c.session.TimeoutMs = int32(sessionTimeout / time.Millisecond)
 	dialer := o.dialer
@@ -95,8 +100,15 @@ func (c *Conn) ZK() *zk.Conn { return c.zk }
 // Close closes the session (zk.Conn.Close) and waits for the event
 // goroutine to end.
 func (c *Conn) Close() {
+	c.stopBackground()
 	c.zk.Close()
 	<-c.done
+}
+
+// Go runs fn on a goroutine of its own, with a context that Close
+// cancels: a recipe's background work (recipes.Conn).
+func (c *Conn) Go(name string, fn func(ctx context.Context)) {
+	go fn(c.background)
 }
 
 // WaitConnected waits until the client has a live session.
