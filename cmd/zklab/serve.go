@@ -36,6 +36,13 @@ The four-letter words ruok, srvr, stat, mntr, envi, conf, cons, dump,
 wchs, wchc, wchp, isro, srst and crst answer in ZooKeeper's format (only
 srvr unless the whitelist allows more, as ZooKeeper 3.5+).
 
+--control HOST:PORT serves a control API over HTTP, in the URL scheme of
+ZooKeeper's test controller: /command/VERB[/PARAMETER] with the verbs
+PING, CLOSECONNECTION, EXPIRESESSION, REJECTCONNECTIONS, ADDDELAY,
+FAILREQUESTS, NORESPONSE and RESET, and zklab's LOSEREPLY/SESSION,
+DROPREQUEST/SESSION, PARTITION/SESSION/MS, RESTART[/MS] and SESSIONS;
+answers are JSON.
+
 --history FILE writes what the server served as JSON lines (requests,
 replies, watch events, sessions); 'zklab check-history FILE' checks it
 for linearizability against the znode model.
@@ -62,6 +69,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	words := fs.String("4lw", "", "4lw.commands.whitelist: comma-separated words, or * (default srvr)")
 	extended := fs.Bool("extended-types", false, "zookeeper.extendedTypesEnabled: allow TTL nodes")
 	historyPath := fs.String("history", "", "write what the server served to this file, as JSON lines")
+	controlAddr := fs.String("control", "", "serve the control API (faults, sessions) over HTTP on HOST:PORT")
 	if err := parseFlags(fs, c, args, stdout); err != nil {
 		return err
 	}
@@ -122,7 +130,20 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		}
 		return err
 	}
+	controlURL := ""
+	if *controlAddr != "" {
+		hs, addr, err := startControl(*controlAddr, srv.srv)
+		if err != nil {
+			srv.close()
+			return usagef("%v", err)
+		}
+		defer hs.Close()
+		controlURL = "http://" + addr + "/command/"
+	}
 	fmt.Fprintf(stdout, "zklab serve: listening on %s\n", srv.addr)
+	if controlURL != "" {
+		fmt.Fprintf(stdout, "zklab serve: control API on %s\n", controlURL)
+	}
 	select {
 	case <-ctx.Done():
 	case err := <-srv.done:

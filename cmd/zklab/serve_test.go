@@ -235,6 +235,7 @@ func TestServeBadInput(t *testing.T) {
 		{[]string{"serve", "--4lw", "ruok,toolong"}, `--4lw: 4lw.commands.whitelist: "toolong" is not a four-letter word`},
 		{[]string{"serve", "--min-session-timeout", "9000", "--max-session-timeout", "5000"}, "minSessionTimeout 9000 ms is above maxSessionTimeout 5000 ms"},
 		{[]string{"serve", "extra"}, `unexpected argument "extra"`},
+		{[]string{"serve", "--listen", "127.0.0.1:0", "--control", "nowhere"}, `--control nowhere`},
 	} {
 		code, _, errOut := zklab(t, tc.args...)
 		if code != 2 {
