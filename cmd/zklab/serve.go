@@ -43,6 +43,11 @@ FAILREQUESTS, NORESPONSE and RESET, and zklab's LOSEREPLY/SESSION,
 DROPREQUEST/SESSION, PARTITION/SESSION/MS, RESTART[/MS] and SESSIONS;
 answers are JSON.
 
+--oracle HOST:PORT cross-checks: every request is also sent, in the same
+order, to a fresh real ZooKeeper that nothing else uses, and each
+difference in replies and watch events is reported on stderr (zxids and
+session ids compared as pairs, times not at all).
+
 --history FILE writes what the server served as JSON lines (requests,
 replies, watch events, sessions); 'zklab check-history FILE' checks it
 for linearizability against the znode model.
@@ -69,6 +74,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	words := fs.String("4lw", "", "4lw.commands.whitelist: comma-separated words, or * (default srvr)")
 	extended := fs.Bool("extended-types", false, "zookeeper.extendedTypesEnabled: allow TTL nodes")
 	historyPath := fs.String("history", "", "write what the server served to this file, as JSON lines")
+	oracleAddr := fs.String("oracle", "", "cross-check: send every request also to the real ZooKeeper at HOST:PORT and report each difference")
 	controlAddr := fs.String("control", "", "serve the control API (faults, sessions) over HTTP on HOST:PORT")
 	if err := parseFlags(fs, c, args, stdout); err != nil {
 		return err
@@ -114,6 +120,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	s.oracle, s.oracleReport = *oracleAddr, stderr
 
 	var history *os.File
 	if *historyPath != "" {
@@ -164,6 +171,10 @@ type serveSettings struct {
 	maxClientCnxns int
 	whitelist      []string
 	conf           wire.FourLetterConf
+	// oracle is the real ZooKeeper to cross-check against (oracle.go),
+	// "" for none; its differences go to oracleReport.
+	oracle       string
+	oracleReport io.Writer
 }
 
 func newServeSettings(cfg zooConfig, listen string, extendedTypes bool) (serveSettings, error) {
@@ -220,11 +231,20 @@ type served struct {
 	history *wire.HistoryWriter
 	file    *os.File
 	done    chan error
+	check   *crossCheck
 }
 
 // startServe listens and serves in the background. history, if not nil,
 // receives the served history and is closed by close.
 func startServe(s serveSettings, history *os.File) (*served, error) {
+	var check *crossCheck
+	if s.oracle != "" {
+		var err error
+		if check, err = dialOracle(s.oracle); err != nil {
+			return nil, usagef("%v", err)
+		}
+		check.report = s.oracleReport
+	}
 	ln, err := net.Listen("tcp", s.listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %v", s.listen, err)
@@ -237,10 +257,17 @@ func startServe(s serveSettings, history *os.File) (*served, error) {
 		flw.Conf.ClientPort = ln.Addr().(*net.TCPAddr).Port
 	}
 	cfg := wire.Config{MaxClientCnxns: s.maxClientCnxns, FourLetterWord: flw.Answer}
-	out := &served{addr: ln.Addr().String(), ln: ln, file: history, done: make(chan error, 1)}
+	out := &served{addr: ln.Addr().String(), ln: ln, file: history, done: make(chan error, 1), check: check}
 	if history != nil {
 		out.history = wire.NewHistoryWriter(history, now)
 		cfg.Observer = out.history
+	}
+	if check != nil {
+		if cfg.Observer != nil {
+			cfg.Observer = teeObserver{cfg.Observer, check}
+		} else {
+			cfg.Observer = check
+		}
 	}
 	out.srv = wire.New(sim.NewServer(s.sim), cfg)
 	flw.Server = out.srv
@@ -254,6 +281,9 @@ func (s *served) close() error {
 	err := <-s.done
 	if errors.Is(err, wire.ErrServerClosed) {
 		err = nil
+	}
+	if s.check != nil && s.check.report != nil {
+		fmt.Fprintf(s.check.report, "zklab serve: cross-check: %v\n", s.check.Summary())
 	}
 	if s.history != nil {
 		if herr := errors.Join(s.history.Close(), s.file.Close()); herr != nil {

@@ -236,6 +236,7 @@ func TestServeBadInput(t *testing.T) {
 		{[]string{"serve", "--min-session-timeout", "9000", "--max-session-timeout", "5000"}, "minSessionTimeout 9000 ms is above maxSessionTimeout 5000 ms"},
 		{[]string{"serve", "extra"}, `unexpected argument "extra"`},
 		{[]string{"serve", "--listen", "127.0.0.1:0", "--control", "nowhere"}, `--control nowhere`},
+		{[]string{"serve", "--listen", "127.0.0.1:0", "--oracle", "127.0.0.1:1"}, `--oracle 127.0.0.1:1: dial tcp 127.0.0.1:1`},
 	} {
 		code, _, errOut := zklab(t, tc.args...)
 		if code != 2 {
