@@ -177,6 +177,23 @@ func TestYardstickKazoo(t *testing.T) {
 	served, _ := serveInProcess(t, "")
 	recipeProgram(t, "kazoo on zklab serve", served, false, program...)
 	recipeProgram(t, "kazoo on zklab serve", served, true, program...)
+	crossCheckedProgram(t, "kazoo", program...)
+}
+
+// crossCheckedProgram runs a yardstick program against zklab serve
+// --oracle, a fresh real ZooKeeper the oracle: every reply and watch
+// event must agree.
+func crossCheckedProgram(t *testing.T, name string, program ...string) {
+	t.Helper()
+	oracle := zktest.Start(t)
+	srv, _, report := serveWithOracle(t, oracle.Addr)
+	recipeProgram(t, name+" on zklab serve --oracle", srv.addr, false, program...)
+	time.Sleep(200 * time.Millisecond) // the last connections' closes
+	sum := srv.check.Summary()
+	t.Logf("%s cross-checked: %v", name, sum)
+	if sum.Differences != 0 || sum.Replies == 0 {
+		t.Errorf("%s cross-checked against ZooKeeper: %v:\n%s", name, sum, report.String())
+	}
 }
 
 // curatorJars are the Debian jars Curator 5.4's recipes run on.
@@ -205,4 +222,5 @@ func TestYardstickCurator(t *testing.T) {
 	served, _ := serveInProcess(t, "")
 	recipeProgram(t, "Curator on zklab serve", served, false, program...)
 	recipeProgram(t, "Curator on zklab serve", served, true, program...)
+	crossCheckedProgram(t, "Curator", program...)
 }
