@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -81,6 +82,15 @@ type oracleConn struct {
 	session   int64       // zklab's session id
 }
 
+// differenceBytesMax cuts a reported difference short (paths of
+// thousands of bytes).
+const differenceBytesMax = 400
+
+// oracleFrameBytesMax bounds a frame from the oracle: a server answers a
+// getChildren of any size (go-zookeeper's suite lists 10,000 names of
+// 2,000 bytes: 20 MB).
+const oracleFrameBytesMax = 256 << 20
+
 // oracleWait bounds how long the checker waits for the oracle's answer.
 const oracleWait = 5 * time.Second
 
@@ -105,6 +115,9 @@ func dialOracle(addr string) (*crossCheck, error) {
 func (x *crossCheck) differ(format string, args ...any) {
 	x.differences++
 	line := fmt.Sprintf(format, args...)
+	if len(line) > differenceBytesMax {
+		line = line[:differenceBytesMax] + "(...)"
+	}
 	if len(x.first) < 20 {
 		x.first = append(x.first, line)
 	}
@@ -222,7 +235,7 @@ func readFrame(r *bufio.Reader) ([]byte, error) {
 		return nil, err
 	}
 	n := binary.BigEndian.Uint32(prefix[:])
-	if n > 16<<20 {
+	if n > oracleFrameBytesMax {
 		return nil, fmt.Errorf("frame of %d bytes", n)
 	}
 	body := make([]byte, n)
@@ -449,7 +462,8 @@ func (x *crossCheck) SessionExpired(at time.Time, session int64) {
 	if !ok {
 		return
 	}
-	if err := zktest.ExpireSession(x.addr, o.id, o.passwd, oracleWait); err != nil {
+	// ErrSessionGone: the oracle's own clock expired it first; both agree.
+	if err := zktest.ExpireSession(x.addr, o.id, o.passwd, oracleWait); err != nil && !errors.Is(err, zktest.ErrSessionGone) {
 		x.mu.Lock()
 		x.differ("session 0x%x expired on zklab; on the oracle (0x%x): %v", session, o.id, err)
 		x.mu.Unlock()
@@ -481,6 +495,11 @@ func (x *crossCheck) ConnClosed(at time.Time, c wire.ConnInfo, reason string) {
 	}
 	for _, ev := range oc.events {
 		x.differ("conn %d session 0x%x: watch event %v %s from ZooKeeper only", c.ID, oc.session, ev.Type, ev.Path)
+	}
+	if x.report != nil {
+		// A tally at each close: a harness may kill the server (SIGKILL)
+		// before it can print its summary.
+		fmt.Fprintf(x.report, "zklab serve: cross-check: so far %d replies and %d watch events compared, %d differences\n", x.compared, x.events, x.differences)
 	}
 	x.mu.Unlock()
 	oc.nc.Close()

@@ -145,6 +145,68 @@ func TestYardstickGoZookeeperSuite(t *testing.T) {
 		len(passedBoth), servedTook.Round(time.Millisecond), len(goZookeeperKnownGaps))
 }
 
+// go-zookeeper's integration suite against zklab serve --oracle, each
+// server it starts cross-checked against a fresh ZooKeeper of its own
+// (testdata/yardstick/xchk/zkServer.sh): no difference in any reply or
+// watch event, and the tests pass as against zklab serve alone. It starts
+// a JVM per test, so it runs only with ZKLAB_XCHK_GOZK=1.
+func TestYardstickGoZookeeperSuiteCrossChecked(t *testing.T) {
+	if os.Getenv("ZKLAB_XCHK_GOZK") != "1" {
+		t.Skip("set ZKLAB_XCHK_GOZK=1: starts a real ZooKeeper beside each zklab serve")
+	}
+	requireTools(t, zktest.ZkServerScript, "/usr/bin/javac")
+	zklabPath := zklabBinary(t)
+	classes := t.TempDir()
+	if out, err := exec.Command("javac", "-cp", "/usr/share/java/zookeeper.jar", "-d", classes,
+		"testdata/yardstick/realzk/Version.java").CombinedOutput(); err != nil {
+		t.Fatalf("javac Version.java: %v\n%s", err, out)
+	}
+	shim, err := filepath.Abs("testdata/yardstick/xchk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(t.TempDir(), "xchk.log")
+	results, took := runGoZookeeperSuite(t, shim, "ZKLAB="+zklabPath, "ZKLAB_VERSION_CLASSES="+classes, "ZKLAB_XCHK_LOG="+logPath)
+	for name, outcome := range results {
+		if _, known := goZookeeperKnownGaps[name]; outcome == "fail" && !known {
+			t.Errorf("%s fails against zklab serve --oracle", name)
+		}
+	}
+	log, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replies, events, last [2]int64
+	var differences []string
+	for _, line := range strings.Split(string(log), "\n") {
+		rest, ok := strings.CutPrefix(line, "zklab serve: cross-check: ")
+		if !ok {
+			continue
+		}
+		var r, e, d int64
+		if _, err := fmt.Sscanf(rest, "so far %d replies and %d watch events compared, %d differences", &r, &e, &d); err == nil {
+			if r < last[0] { // a new server: bank the last one's tally
+				replies[0], events[0] = replies[0]+last[0], events[0]+last[1]
+			}
+			last = [2]int64{r, e}
+			continue
+		}
+		if _, err := fmt.Sscanf(rest, "%d replies and %d watch events compared", &r, &e); err == nil {
+			continue // a summary at a clean stop
+		}
+		differences = append(differences, rest)
+	}
+	replies[0], events[0] = replies[0]+last[0], events[0]+last[1]
+	t.Logf("go-zookeeper suite cross-checked in %v: %d tests, %d replies and %d watch events compared, %d differences",
+		took.Round(time.Millisecond), len(results), replies[0], events[0], len(differences))
+	if replies[0] < 100 {
+		t.Errorf("only %d replies compared: %s", replies[0], log)
+	}
+	for _, d := range differences {
+		t.Errorf("difference: %s", d)
+	}
+}
+
 // recipeProgram runs a yardstick program against addr and checks that it
 // passes (or, with --broken, that its checks catch the broken lock).
 func recipeProgram(t *testing.T, name, addr string, broken bool, command ...string) {
