@@ -58,6 +58,18 @@ Its value is user:base64(SHA-1(user:password)), as ZooKeeper's
 DigestAuthenticationProvider prints it:
   printf 'super:secret' | openssl sha1 -binary | base64   # then super:<that>
 
+--control HOST:PORT serves a control API over HTTP, in the URL scheme of
+ZooKeeper's test controller: /command/VERB[/PARAMETER] with the verbs
+PING, CLOSECONNECTION, EXPIRESESSION, REJECTCONNECTIONS, ADDDELAY,
+FAILREQUESTS, NORESPONSE and RESET, and zklab's LOSEREPLY/SESSION,
+DROPREQUEST/SESSION, PARTITION/SESSION/MS, RESTART[/MS] and SESSIONS;
+answers are JSON.
+
+--oracle HOST:PORT cross-checks: every request is also sent, in the same
+order, to a fresh real ZooKeeper that nothing else uses, and each
+difference in replies and watch events is reported on stderr (zxids and
+session ids compared as pairs, times not at all).
+
 --history FILE writes what the server served as JSON lines (requests,
 replies, watch events, sessions); 'zklab check-history FILE' checks it
 for linearizability against the znode model.
@@ -87,6 +99,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	historyPath := fs.String("history", "", "write what the server served to this file, as JSON lines")
 	dataDir := fs.String("data-dir", "", "dataDir: keep a journal there and recover from it on start (default in memory)")
 	fsync := fs.Bool("fsync", true, "forceSync: fsync the journal before a transaction's reply")
+	oracleAddr := fs.String("oracle", "", "cross-check: send every request also to the real ZooKeeper at HOST:PORT and report each difference")
+	controlAddr := fs.String("control", "", "serve the control API (faults, sessions) over HTTP on HOST:PORT")
 	if err := parseFlags(fs, c, args, stdout); err != nil {
 		return err
 	}
@@ -144,6 +158,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	s.warnings = stderr
+	s.oracle, s.oracleReport = *oracleAddr, stderr
 
 	var history *os.File
 	if *historyPath != "" {
@@ -160,7 +175,20 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		}
 		return err
 	}
+	controlURL := ""
+	if *controlAddr != "" {
+		hs, addr, err := startControl(*controlAddr, srv.srv)
+		if err != nil {
+			srv.close()
+			return usagef("%v", err)
+		}
+		defer hs.Close()
+		controlURL = "http://" + addr + "/command/"
+	}
 	fmt.Fprintf(stdout, "zklab serve: listening on %s\n", srv.addr)
+	if controlURL != "" {
+		fmt.Fprintf(stdout, "zklab serve: control API on %s\n", controlURL)
+	}
 	select {
 	case <-ctx.Done():
 	case err := <-srv.done:
@@ -187,6 +215,10 @@ type serveSettings struct {
 	syncJournal bool
 	// warnings gets what recovery has to say (a cut torn record).
 	warnings io.Writer
+	// oracle is the real ZooKeeper to cross-check against (oracle.go),
+	// "" for none; its differences go to oracleReport.
+	oracle       string
+	oracleReport io.Writer
 }
 
 func newServeSettings(cfg zooConfig, listen string, extendedTypes bool) (serveSettings, error) {
@@ -246,6 +278,7 @@ type served struct {
 	file    *os.File
 	journal *wire.Journal // nil without a dataDir
 	done    chan error
+	check   *crossCheck
 }
 
 // journalName is the journal's file in dataDir.
@@ -274,6 +307,14 @@ func openJournal(s serveSettings, now time.Time) (*wire.Recovered, error) {
 // startServe listens and serves in the background. history, if not nil,
 // receives the served history and is closed by close.
 func startServe(s serveSettings, history *os.File) (*served, error) {
+	var check *crossCheck
+	if s.oracle != "" {
+		var err error
+		if check, err = dialOracle(s.oracle); err != nil {
+			return nil, usagef("%v", err)
+		}
+		check.report = s.oracleReport
+	}
 	now := time.Now()
 	// Virtual time 0 is now, so that ctime and mtime are wall-clock times
 	// (a recovered server keeps its journal's epoch).
@@ -297,10 +338,17 @@ func startServe(s serveSettings, history *os.File) (*served, error) {
 		flw.Conf.ClientPort = ln.Addr().(*net.TCPAddr).Port
 	}
 	cfg := wire.Config{MaxClientCnxns: s.maxClientCnxns, FourLetterWord: flw.Answer}
-	out := &served{addr: ln.Addr().String(), ln: ln, file: history, done: make(chan error, 1)}
+	out := &served{addr: ln.Addr().String(), ln: ln, file: history, done: make(chan error, 1), check: check}
 	if history != nil {
 		out.history = wire.NewHistoryWriter(history, now)
 		cfg.Observer = out.history
+	}
+	if check != nil {
+		if cfg.Observer != nil {
+			cfg.Observer = teeObserver{cfg.Observer, check}
+		} else {
+			cfg.Observer = check
+		}
 	}
 	if rec != nil {
 		cfg.Journal = rec.Journal
@@ -325,6 +373,9 @@ func (s *served) close() error {
 		if jerr := s.journal.Close(); jerr != nil {
 			err = errors.Join(err, jerr)
 		}
+	}
+	if s.check != nil && s.check.report != nil {
+		fmt.Fprintf(s.check.report, "zklab serve: cross-check: %v\n", s.check.Summary())
 	}
 	if s.history != nil {
 		if herr := errors.Join(s.history.Close(), s.file.Close()); herr != nil {

@@ -239,6 +239,8 @@ func TestServeBadInput(t *testing.T) {
 		{[]string{"serve", "extra"}, `unexpected argument "extra"`},
 		{[]string{"serve", "--super-digest", "super:secret"}, `--super-digest: "super:secret": "secret" is not the base64 of a SHA-1`},
 		{[]string{"serve", "--super-digest", "nocolon"}, `--super-digest: "nocolon" is not user:base64hash`},
+		{[]string{"serve", "--listen", "127.0.0.1:0", "--control", "nowhere"}, `--control nowhere`},
+		{[]string{"serve", "--listen", "127.0.0.1:0", "--oracle", "127.0.0.1:1"}, `--oracle 127.0.0.1:1: dial tcp 127.0.0.1:1`},
 	} {
 		code, _, errOut := zklab(t, tc.args...)
 		if code != 2 {

@@ -142,6 +142,80 @@ func TestYardstickGoZookeeperSuite(t *testing.T) {
 		len(passedBoth), servedTook.Round(time.Millisecond), len(goZookeeperKnownGaps))
 }
 
+// goZookeeperCrossCheckGaps are tests that pass against zklab serve and
+// fail under the cross-check, with why.
+var goZookeeperCrossCheckGaps = map[string]string{
+	// 10,000 creates of 2,000-byte names and a 20 MB getChildren, each
+	// sent to the oracle and waited for under the server's lock. The
+	// cause of the failure is not yet established; the likeliest is the
+	// client's pings waiting behind that lock past its session timeout.
+	"TestIntegration_Children": "10,000 big creates and a 20 MB listing through the serialized cross-check",
+}
+
+// go-zookeeper's integration suite against zklab serve --oracle, each
+// server it starts cross-checked against a fresh ZooKeeper of its own
+// (testdata/yardstick/xchk/zkServer.sh): no difference in any reply or
+// watch event, and the tests pass as against zklab serve alone. It starts
+// a JVM per test, so it runs only with ZKLAB_XCHK_GOZK=1.
+func TestYardstickGoZookeeperSuiteCrossChecked(t *testing.T) {
+	if os.Getenv("ZKLAB_XCHK_GOZK") != "1" {
+		t.Skip("set ZKLAB_XCHK_GOZK=1: starts a real ZooKeeper beside each zklab serve")
+	}
+	requireTools(t, zktest.ZkServerScript, "/usr/bin/javac")
+	zklabPath := zklabBinary(t)
+	classes := t.TempDir()
+	if out, err := exec.Command("javac", "-cp", "/usr/share/java/zookeeper.jar", "-d", classes,
+		"testdata/yardstick/realzk/Version.java").CombinedOutput(); err != nil {
+		t.Fatalf("javac Version.java: %v\n%s", err, out)
+	}
+	shim, err := filepath.Abs("testdata/yardstick/xchk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(t.TempDir(), "xchk.log")
+	results, took := runGoZookeeperSuite(t, shim, "ZKLAB="+zklabPath, "ZKLAB_VERSION_CLASSES="+classes, "ZKLAB_XCHK_LOG="+logPath)
+	for name, outcome := range results {
+		_, known := goZookeeperKnownGaps[name]
+		_, slow := goZookeeperCrossCheckGaps[name]
+		if outcome == "fail" && !known && !slow {
+			t.Errorf("%s fails against zklab serve --oracle", name)
+		}
+	}
+	log, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replies, events, last [2]int64
+	var differences []string
+	for _, line := range strings.Split(string(log), "\n") {
+		rest, ok := strings.CutPrefix(line, "zklab serve: cross-check: ")
+		if !ok {
+			continue
+		}
+		var r, e, d int64
+		if _, err := fmt.Sscanf(rest, "so far %d replies and %d watch events compared, %d differences", &r, &e, &d); err == nil {
+			if r < last[0] { // a new server: bank the last one's tally
+				replies[0], events[0] = replies[0]+last[0], events[0]+last[1]
+			}
+			last = [2]int64{r, e}
+			continue
+		}
+		if _, err := fmt.Sscanf(rest, "%d replies and %d watch events compared", &r, &e); err == nil {
+			continue // a summary at a clean stop
+		}
+		differences = append(differences, rest)
+	}
+	replies[0], events[0] = replies[0]+last[0], events[0]+last[1]
+	t.Logf("go-zookeeper suite cross-checked in %v: %d tests, %d replies and %d watch events compared, %d differences",
+		took.Round(time.Millisecond), len(results), replies[0], events[0], len(differences))
+	if replies[0] < 100 {
+		t.Errorf("only %d replies compared: %s", replies[0], log)
+	}
+	for _, d := range differences {
+		t.Errorf("difference: %s", d)
+	}
+}
+
 // recipeProgram runs a yardstick program against addr and checks that it
 // passes (or, with --broken, that its checks catch the broken lock).
 func recipeProgram(t *testing.T, name, addr string, broken bool, command ...string) {
@@ -174,6 +248,23 @@ func TestYardstickKazoo(t *testing.T) {
 	served, _ := serveInProcess(t, "")
 	recipeProgram(t, "kazoo on zklab serve", served, false, program...)
 	recipeProgram(t, "kazoo on zklab serve", served, true, program...)
+	crossCheckedProgram(t, "kazoo", program...)
+}
+
+// crossCheckedProgram runs a yardstick program against zklab serve
+// --oracle, a fresh real ZooKeeper the oracle: every reply and watch
+// event must agree.
+func crossCheckedProgram(t *testing.T, name string, program ...string) {
+	t.Helper()
+	oracle := zktest.Start(t)
+	srv, _, report := serveWithOracle(t, oracle.Addr)
+	recipeProgram(t, name+" on zklab serve --oracle", srv.addr, false, program...)
+	time.Sleep(200 * time.Millisecond) // the last connections' closes
+	sum := srv.check.Summary()
+	t.Logf("%s cross-checked: %v", name, sum)
+	if sum.Differences != 0 || sum.Replies == 0 {
+		t.Errorf("%s cross-checked against ZooKeeper: %v:\n%s", name, sum, report.String())
+	}
 }
 
 // curatorJars are the Debian jars Curator 5.4's recipes run on.
@@ -202,4 +293,5 @@ func TestYardstickCurator(t *testing.T) {
 	served, _ := serveInProcess(t, "")
 	recipeProgram(t, "Curator on zklab serve", served, false, program...)
 	recipeProgram(t, "Curator on zklab serve", served, true, program...)
+	crossCheckedProgram(t, "Curator", program...)
 }

@@ -94,7 +94,7 @@ func (s *Server) cutLocked(c *conn, reason string) {
 	c.cut = true
 	c.closeAfterFlush(reason)
 	if s.sim.HasConn(c.id) {
-		s.sim.Disconnect(c.id)
+		s.disconnectLocked(c.id)
 	}
 	c.nc.Close()
 }
@@ -131,7 +131,7 @@ func (s *Server) ExpireSessions() []int64 {
 	s.advanceLocked(nowMs)
 	ids := s.sim.Sessions()
 	for _, id := range ids {
-		s.sim.ExpireSession(nowMs, id)
+		s.expireLocked(nowMs, id)
 	}
 	s.stepInternalLocked(nowMs)
 	s.rearmLocked(nowMs)
@@ -229,7 +229,7 @@ func (s *Server) Restart(down time.Duration) {
 	}
 	nowMs := s.nowMs()
 	s.advanceLocked(nowMs)
-	s.sim.Restart(nowMs)
+	s.restartLocked(nowMs)
 	s.faults.rejectUntil = time.Now().Add(down)
 	s.timerAtMs = -1 // the deadlines have all moved
 	s.rearmLocked(nowMs)

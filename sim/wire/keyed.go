@@ -226,10 +226,10 @@ func (s *Server) keyedAfterLocked(c *conn, action FaultAction, nowMs int64) {
 		c.cut = true
 		c.closeAfterFlush("fault: disconnected")
 		if s.sim.HasConn(c.id) {
-			s.sim.Disconnect(c.id)
+			s.disconnectLocked(c.id)
 		}
 	case FaultExpire:
-		s.sim.ExpireSession(nowMs, c.session)
+		s.expireLocked(nowMs, c.session)
 		s.stepInternalLocked(nowMs)
 	}
 }

@@ -250,10 +250,7 @@ func (s *Server) ExpireSession(id int64) bool {
 	defer s.mu.Unlock()
 	nowMs := s.nowMs()
 	s.advanceLocked(nowMs)
-	if s.journal != nil {
-		s.journal.expire(nowMs, id)
-	}
-	ok := s.sim.ExpireSession(nowMs, id)
+	ok := s.expireLocked(nowMs, id)
 	s.stepInternalLocked(nowMs)
 	s.rearmLocked(nowMs)
 	return ok
@@ -636,10 +633,7 @@ func (c *conn) end(reason string) {
 	defer s.mu.Unlock()
 	c.closeAfterFlush(reason)
 	if s.sim.HasConn(c.id) {
-		if s.journal != nil {
-			s.journal.disconnect(c.id)
-		}
-		s.sim.Disconnect(c.id)
+		s.disconnectLocked(c.id)
 	}
 	c.gone = true
 	delete(s.conns, c.id)
@@ -680,4 +674,30 @@ func (c *conn) writeLoop() {
 			}
 		}
 	}
+}
+
+// disconnectLocked, expireLocked and restartLocked feed the simulated
+// server an input the driver decides on (a connection gone, a session
+// expired or the server restarted by a fault or a control request), through
+// the journal when there is one, so that a recovery replays it too.
+func (s *Server) disconnectLocked(id sim.ConnID) {
+	if s.journal != nil {
+		s.journal.disconnect(id)
+	}
+	s.sim.Disconnect(id)
+}
+
+func (s *Server) expireLocked(nowMs int64, session int64) bool {
+	if s.journal != nil {
+		s.journal.expire(nowMs, session)
+	}
+	return s.sim.ExpireSession(nowMs, session)
+}
+
+func (s *Server) restartLocked(nowMs int64) {
+	if s.journal != nil {
+		s.journal.restart(s.sim, nowMs) // it restarts the server
+		return
+	}
+	s.sim.Restart(nowMs)
 }

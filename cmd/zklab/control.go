@@ -1,0 +1,273 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zklab/zklab/sim/wire"
+)
+
+// The control API of `zklab serve --control HOST:PORT`: HTTP, one command
+// per request, in the URL scheme of ZooKeeper's own test controller
+// (ControlCommand.createCommandUri: /command/VERB[/PARAMETER]), and a JSON
+// answer on one line. The handler only parses and answers: every fault is
+// wire.Server's (sim/wire/faults.go), every expiry and restart the
+// simulated server's.
+//
+//	PING                       is the server up
+//	CLOSECONNECTION[/SESSION]  close the session's connection, or all
+//	EXPIRESESSION[/SESSION]    expire the session on the server, or all
+//	REJECTCONNECTIONS          refuse new connections until RESET
+//	ADDDELAY[/MS]              delay every request by MS (default 1000)
+//	FAILREQUESTS[/N]           answer N requests APIERROR (default all)
+//	NORESPONSE[/N]             apply N requests, send no reply (default all)
+//	RESET                      disarm every fault
+//	LOSEREPLY/SESSION          apply the session's next request, lose its reply
+//	DROPREQUEST/SESSION        lose the session's next request
+//	PARTITION/SESSION/MS       cut the session off for MS
+//	RESTART[/MS]               restart the server, down for MS (default 0)
+//	SESSIONS                   list sessions, ephemerals and watches
+//
+// SESSION is a session id as Java's Long.decode reads it: decimal, or hex
+// after 0x or #.
+
+// controlVerbs are the verbs with how many parameters each takes at least
+// and at most.
+var controlVerbs = map[string][2]int{
+	"PING": {0, 0}, "CLOSECONNECTION": {0, 1}, "EXPIRESESSION": {0, 1},
+	"REJECTCONNECTIONS": {0, 0}, "ADDDELAY": {0, 1}, "FAILREQUESTS": {0, 1},
+	"NORESPONSE": {0, 1}, "RESET": {0, 0}, "LOSEREPLY": {1, 1},
+	"DROPREQUEST": {1, 1}, "PARTITION": {2, 2}, "RESTART": {0, 1},
+	"SESSIONS": {0, 0},
+}
+
+// controlHandler serves the control API for srv.
+type controlHandler struct {
+	srv *wire.Server
+}
+
+// controlError is a command's failure: the HTTP status and one line.
+type controlError struct {
+	status int
+	msg    string
+}
+
+func (h controlHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	answer, cerr := h.command(r.URL.Path)
+	w.Header().Set("Content-Type", "application/json")
+	if cerr != nil {
+		w.WriteHeader(cerr.status)
+		answer = map[string]any{"error": cerr.msg}
+	}
+	b, err := json.Marshal(answer)
+	if err != nil {
+		panic(err) // the answers are plain maps and slices
+	}
+	w.Write(append(b, '\n'))
+}
+
+func badControl(format string, args ...any) *controlError {
+	return &controlError{http.StatusBadRequest, fmt.Sprintf(format, args...)}
+}
+
+func (h controlHandler) command(urlPath string) (map[string]any, *controlError) {
+	path := strings.TrimPrefix(urlPath, "/")
+	if path == "sessions" {
+		path = "command/SESSIONS"
+	}
+	rest, ok := strings.CutPrefix(path, "command/")
+	if !ok {
+		return nil, &controlError{http.StatusNotFound, fmt.Sprintf("%s: not a command: use /command/VERB[/PARAMETER] or /sessions", urlPath)}
+	}
+	parts := strings.Split(rest, "/")
+	verb := strings.ToUpper(parts[0])
+	params := parts[1:]
+	if len(params) > 0 && params[len(params)-1] == "" {
+		params = params[:len(params)-1] // a trailing slash
+	}
+	arity, ok := controlVerbs[verb]
+	if !ok {
+		return nil, badControl("%q: unknown verb; known: %s", parts[0], knownVerbs())
+	}
+	if len(params) < arity[0] || len(params) > arity[1] {
+		return nil, badControl("%s takes %d to %d parameters, got %d", verb, arity[0], arity[1], len(params))
+	}
+	answer := map[string]any{"command": verb}
+	srv := h.srv
+	var session int64
+	if len(params) > 0 && (verb == "CLOSECONNECTION" || verb == "EXPIRESESSION" || verb == "LOSEREPLY" || verb == "DROPREQUEST" || verb == "PARTITION") {
+		var err error
+		if session, err = parseSessionID(params[0]); err != nil {
+			return nil, badControl("%s: session %q: %v", verb, params[0], err)
+		}
+		answer["session"] = sessionHex(session)
+	}
+	var err error
+	switch verb {
+	case "PING":
+	case "CLOSECONNECTION":
+		err = srv.CloseConnection(session)
+	case "EXPIRESESSION":
+		if len(params) == 0 {
+			answer["expired"] = hexIDs(srv.ExpireSessions())
+		} else if !srv.ExpireSession(session) {
+			err = fmt.Errorf("session 0x%x: %w", session, wire.ErrNoSession)
+		}
+	case "REJECTCONNECTIONS":
+		srv.RejectConnections()
+	case "ADDDELAY":
+		ms := int64(1000) // ZooKeeperServerController's DEFAULT_DELAY_MS
+		if len(params) == 1 {
+			if ms, err = parseCount(params[0]); err != nil {
+				return nil, badControl("ADDDELAY: milliseconds %q: %v", params[0], err)
+			}
+		}
+		srv.AddDelay(time.Duration(ms) * time.Millisecond)
+		answer["delay_ms"] = ms
+	case "FAILREQUESTS", "NORESPONSE":
+		n := int64(-1) // all until RESET, as ZooKeeper's controller
+		if len(params) == 1 {
+			if n, err = parseCount(params[0]); err != nil {
+				return nil, badControl("%s: count %q: %v", verb, params[0], err)
+			}
+		}
+		if verb == "FAILREQUESTS" {
+			srv.FailRequests(n)
+		} else {
+			srv.HoldResponses(n)
+		}
+		answer["count"] = n
+	case "RESET":
+		srv.ResetFaults()
+	case "LOSEREPLY":
+		err = srv.LoseNextReply(session)
+	case "DROPREQUEST":
+		err = srv.DropNextRequest(session)
+	case "PARTITION":
+		ms, perr := parseCount(params[1])
+		if perr != nil {
+			return nil, badControl("PARTITION: milliseconds %q: %v", params[1], perr)
+		}
+		err = srv.Partition(session, time.Duration(ms)*time.Millisecond)
+		answer["ms"] = ms
+	case "RESTART":
+		var ms int64
+		if len(params) == 1 {
+			if ms, err = parseCount(params[0]); err != nil {
+				return nil, badControl("RESTART: milliseconds %q: %v", params[0], err)
+			}
+		}
+		srv.Restart(time.Duration(ms) * time.Millisecond)
+		answer["down_ms"] = ms
+	case "SESSIONS":
+		answer["sessions"] = sessionList(srv.SessionStates())
+	}
+	switch {
+	case errors.Is(err, wire.ErrNoSession), errors.Is(err, wire.ErrNoConnection):
+		return nil, &controlError{http.StatusNotFound, fmt.Sprintf("%s: %v", verb, err)}
+	case err != nil:
+		return nil, &controlError{http.StatusInternalServerError, fmt.Sprintf("%s: %v", verb, err)}
+	}
+	answer["ok"] = true
+	armed := srv.Armed()
+	answer["armed"] = map[string]any{
+		"reject_connections": armed.RejectConnections, "delay_ms": armed.DelayMs,
+		"fail_requests": armed.FailRequests, "no_response": armed.HoldResponses,
+		"lose_reply": hexIDs(armed.LoseReply), "drop_request": hexIDs(armed.DropRequest),
+		"partitioned": hexIDs(armed.Partitioned),
+	}
+	return answer, nil
+}
+
+func knownVerbs() string {
+	return "PING, CLOSECONNECTION, EXPIRESESSION, REJECTCONNECTIONS, ADDDELAY, FAILREQUESTS, NORESPONSE, RESET, LOSEREPLY, DROPREQUEST, PARTITION, RESTART, SESSIONS"
+}
+
+// parseSessionID reads a session id as Java's Long.decode does, for
+// ZooKeeper's controller takes it so: decimal, or hex after 0x, 0X or #.
+// Ids with the top bit set (a server id of 128 or more) are written in
+// hex as unsigned 64-bit numbers, as ZooKeeper prints them.
+func parseSessionID(text string) (int64, error) {
+	hex, ok := strings.CutPrefix(strings.ToLower(text), "0x")
+	if !ok {
+		hex, ok = strings.CutPrefix(text, "#")
+	}
+	if ok {
+		u, err := strconv.ParseUint(hex, 16, 64)
+		if err != nil || hex == "" {
+			return 0, errors.New("not a hex number")
+		}
+		return int64(u), nil
+	}
+	n, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		return 0, errors.New("not a decimal or 0x hex number")
+	}
+	return n, nil
+}
+
+func parseCount(text string) (int64, error) {
+	n, err := strconv.ParseInt(text, 10, 64)
+	if err != nil || n < 0 {
+		return 0, errors.New("not a whole number of 0 or more")
+	}
+	return n, nil
+}
+
+func sessionHex(id int64) string { return fmt.Sprintf("0x%x", uint64(id)) }
+
+func hexIDs(ids []int64) []string {
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, sessionHex(id))
+	}
+	return out
+}
+
+func sessionList(states []wire.SessionState) []map[string]any {
+	out := make([]map[string]any, 0, len(states))
+	for _, st := range states {
+		watches := make([]map[string]any, 0, len(st.Watches))
+		for _, w := range st.Watches {
+			kind := "data"
+			if w.Child {
+				kind = "child"
+			}
+			mode := "standard"
+			switch {
+			case w.Recursive:
+				mode = "persistent_recursive"
+			case w.Persistent:
+				mode = "persistent"
+			}
+			watches = append(watches, map[string]any{"path": w.Path, "kind": kind, "mode": mode})
+		}
+		s := map[string]any{
+			"session": sessionHex(st.ID), "timeout_ms": st.TimeoutMs,
+			"ephemerals": st.Ephemerals, "watches": watches, "connected": st.Conn != nil,
+		}
+		if st.Conn != nil {
+			s["remote"] = st.Conn.Remote
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// startControl serves the control API on addr in the background; the
+// returned server is shut down with close.
+func startControl(addr string, srv *wire.Server) (*http.Server, string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("--control %s: %v", addr, err)
+	}
+	hs := &http.Server{Handler: controlHandler{srv}, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	return hs, ln.Addr().String(), nil
+}

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zklab/zklab/sim"
+)
+
+// controlServer is an in-process `zklab serve --control`: the served
+// server on a loopback port and its control API's base URL.
+func controlServer(t *testing.T) (*served, string) {
+	t.Helper()
+	settings, err := newServeSettings(zooConfig{}, "127.0.0.1:0", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := startServe(settings, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.close() })
+	hs, addr, err := startControl("127.0.0.1:0", srv.srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hs.Close() })
+	return srv, "http://" + addr
+}
+
+// control sends one command and returns its status and decoded answer.
+func control(t *testing.T, base, path string) (int, map[string]any, string) {
+	t.Helper()
+	resp, err := http.Post(base+path, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer map[string]any
+	if err := json.Unmarshal(body, &answer); err != nil {
+		t.Fatalf("POST %s: answer %q is not JSON: %v", path, body, err)
+	}
+	return resp.StatusCode, answer, string(body)
+}
+
+// Bad verbs, parameters and session ids get a 4xx and one line naming
+// what is wrong; a fault for a session that is gone gets 404.
+func TestControlBadInput(t *testing.T) {
+	_, base := controlServer(t)
+	for _, tc := range []struct {
+		path   string
+		status int
+		want   string
+	}{
+		{"/command/EXPLODE", 400, `"EXPLODE": unknown verb`},
+		{"/command/EXPIRESESSION/banana", 400, `EXPIRESESSION: session "banana": not a decimal or 0x hex number`},
+		{"/command/LOSEREPLY/0xzz", 400, `LOSEREPLY: session "0xzz": not a hex number`},
+		{"/command/LOSEREPLY", 400, "LOSEREPLY takes 1 to 1 parameters, got 0"},
+		{"/command/PARTITION/0x1/-5", 400, `PARTITION: milliseconds "-5"`},
+		{"/command/ADDDELAY/soon", 400, `ADDDELAY: milliseconds "soon"`},
+		{"/command/PING/extra", 400, "PING takes 0 to 0 parameters, got 1"},
+		{"/nothing", 404, "not a command"},
+		{"/command/EXPIRESESSION/0x1234", 404, "EXPIRESESSION: session 0x1234: no such session"},
+		{"/command/CLOSECONNECTION/4660", 404, "CLOSECONNECTION: session 0x1234: no such session"},
+		{"/command/DROPREQUEST/0x1234", 404, "no such session"},
+		{"/command/PARTITION/0x1234/100", 404, "no such session"},
+	} {
+		status, answer, body := control(t, base, tc.path)
+		msg, _ := answer["error"].(string)
+		if status != tc.status || !strings.Contains(msg, tc.want) || strings.Count(body, "\n") != 1 || msg == "" {
+			t.Errorf("POST %s: %d %q; want %d and one line containing %q", tc.path, status, body, tc.status, tc.want)
+		}
+	}
+}
+
+// EXPIRESESSION through the control API is a server-side expiry: the
+// session's ephemeral goes, and the session list shows it gone.
+func TestControlExpireSessionAndSessions(t *testing.T) {
+	srv, base := controlServer(t)
+	c := connect(t, srv.addr)
+	if _, err := c.Create("/leader", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Children("/"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := c.ChildrenW("/"); err != nil {
+		t.Fatal(err)
+	}
+	id := fmt.Sprintf("0x%x", c.SessionID())
+	status, answer, body := control(t, base, "/sessions")
+	want := fmt.Sprintf(`{"session":%q,"timeout_ms":10000,"watches":[{"kind":"child","mode":"standard","path":"/"}]}`, id)
+	sessions, _ := answer["sessions"].([]any)
+	if status != 200 || len(sessions) != 1 {
+		t.Fatalf("sessions: %d %s", status, body)
+	}
+	got := sessions[0].(map[string]any)
+	if got["session"] != id || fmt.Sprint(got["ephemerals"]) != "[/leader]" || got["connected"] != true || !strings.Contains(body, `"watches":[{"kind":"child","mode":"standard","path":"/"}]`) {
+		t.Fatalf("sessions: %s, want one like %s", body, want)
+	}
+	if status, _, body := control(t, base, "/command/EXPIRESESSION/"+id); status != 200 {
+		t.Fatalf("EXPIRESESSION: %d %s", status, body)
+	}
+	var exists bool
+	srv.srv.Inspect(func(s *sim.Server) { _, exists = s.Node("/leader") })
+	if exists {
+		t.Fatal("/leader outlived its expired session")
+	}
+	if status, _, body := control(t, base, "/command/EXPIRESESSION/"+id); status != 404 {
+		t.Fatalf("EXPIRESESSION of an expired session: %d %s, want 404", status, body)
+	}
+	if status, answer, body := control(t, base, "/command/SESSIONS"); status != 200 || len(answer["sessions"].([]any)) != 0 {
+		t.Fatalf("sessions after the expiry: %d %s", status, body)
+	}
+}
+
+// Control requests racing client traffic never corrupt the server: clients
+// write, read and watch while every fault is fired at random at their
+// sessions; the answers are 200 or 404, never a 500, and the simulated
+// server's invariants hold after.
+func TestControlRacesClientTraffic(t *testing.T) {
+	srv, base := controlServer(t)
+	const clients = 4
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	conns := make([]*zk.Conn, clients)
+	for i := range conns {
+		conns[i] = connect(t, srv.addr)
+	}
+	for i, c := range conns {
+		wg.Go(func() {
+			acl := zk.WorldACL(zk.PermAll)
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				p := fmt.Sprintf("/c%d-%d", i, n%5)
+				c.Create(p, []byte("x"), zk.FlagEphemeral, acl)
+				c.GetW(p)
+				c.Set(p, []byte("y"), -1)
+				c.ChildrenW("/")
+				c.Delete(p, -1)
+			}
+		})
+	}
+	rng := rand.New(rand.NewPCG(12, 0))
+	verbs := []string{"CLOSECONNECTION/%s", "EXPIRESESSION/%s", "LOSEREPLY/%s", "DROPREQUEST/%s", "PARTITION/%s/50",
+		"FAILREQUESTS/2", "NORESPONSE/1", "ADDDELAY/1", "RESET", "RESTART/20", "SESSIONS", "CLOSECONNECTION", "REJECTCONNECTIONS"}
+	deadline := time.Now().Add(3 * time.Second)
+	fired := 0
+	for time.Now().Before(deadline) {
+		verb := verbs[rng.IntN(len(verbs))]
+		if strings.Contains(verb, "%s") {
+			verb = fmt.Sprintf(verb, fmt.Sprintf("0x%x", conns[rng.IntN(clients)].SessionID()))
+		}
+		status, _, body := control(t, base, "/command/"+verb)
+		if status != 200 && status != 404 {
+			t.Errorf("%s: %d %s", verb, status, body)
+		}
+		if rng.IntN(4) == 0 {
+			control(t, base, "/command/RESET")
+		}
+		fired++
+		time.Sleep(2 * time.Millisecond)
+	}
+	control(t, base, "/command/RESET")
+	close(stop)
+	for _, c := range conns {
+		c.Close() // unblocks a client waiting on a held reply
+	}
+	wg.Wait()
+	var err error
+	srv.srv.Inspect(func(s *sim.Server) { err = s.CheckInvariants() })
+	if err != nil {
+		t.Fatalf("after %d control requests: %v", fired, err)
+	}
+	t.Logf("%d control requests raced %d clients", fired, clients)
+}

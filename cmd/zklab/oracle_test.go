@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zklab/zklab/recipes/zkconn/zktest"
+)
+
+// lockedBuffer is a report writer the server writes to from its
+// goroutines while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// serveWithOracle is an in-process `zklab serve --oracle ORACLE
+// --control`, its differences written to the returned buffer.
+func serveWithOracle(t *testing.T, oracle string) (*served, string, *lockedBuffer) {
+	t.Helper()
+	settings, err := newServeSettings(zooConfig{}, "127.0.0.1:0", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := &lockedBuffer{}
+	settings.oracle, settings.oracleReport = oracle, report
+	srv, err := startServe(settings, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.close() })
+	hs, addr, err := startControl("127.0.0.1:0", srv.srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hs.Close() })
+	return srv, "http://" + addr, report
+}
+
+// crossCheckWorkload drives two go-zookeeper clients through the
+// operations a recipe uses (sequential ephemerals, children watches, data
+// watches, a multi, an expiry through the control API) against addr.
+func crossCheckWorkload(t *testing.T, addr, controlURL string) {
+	acl := zk.WorldACL(zk.PermAll)
+	a := connect(t, addr)
+	b := connect(t, addr)
+	must := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	_, err := a.Create("/app", []byte("v0"), 0, acl)
+	must("create /app", err)
+	_, _, childWatch, err := b.ChildrenW("/app")
+	must("children /app", err)
+	for range 3 {
+		_, err := a.Create("/app/n-", []byte("x"), zk.FlagEphemeralSequential, acl)
+		must("create sequential", err)
+	}
+	<-childWatch
+	_, _, dataWatch, err := b.GetW("/app")
+	must("get /app", err)
+	_, err = a.Set("/app", []byte("v1"), 0)
+	must("set /app", err)
+	<-dataWatch
+	_, err = a.Set("/app", []byte("v2"), 0) // a bad version: both must refuse it
+	if err != zk.ErrBadVersion {
+		t.Fatalf("set with a stale version: %v", err)
+	}
+	_, err = b.Multi(&zk.CreateRequest{Path: "/app/m", Data: []byte("m"), Acl: acl}, &zk.SetDataRequest{Path: "/app", Data: []byte("v3"), Version: 1})
+	must("multi", err)
+	children, stat, existsWatch, err := b.ChildrenW("/app")
+	must("children", err)
+	if len(children) != 4 || stat.NumChildren != 4 {
+		t.Fatalf("children of /app: %v", children)
+	}
+	_, _, existsWatch, err = b.ExistsW("/app/n-0000000000")
+	must("exists", err)
+	// An expiry through the control API: the ephemerals go on both.
+	if status, _, body := control(t, controlURL, "/command/EXPIRESESSION/"+sessionHex(a.SessionID())); status != 200 {
+		t.Fatalf("EXPIRESESSION: %d %s", status, body)
+	}
+	<-existsWatch
+	children, _, err = b.Children("/app")
+	must("children after the expiry", err)
+	if len(children) != 1 {
+		t.Fatalf("children after the expiry: %v", children)
+	}
+	must("delete", b.Delete("/app/m", -1))
+	must("delete", b.Delete("/app", -1))
+	b.Close()
+}
+
+// The cross-check finds no difference between zklab serve and a fresh
+// ZooKeeper 3.8 on a recipe's operations, an expiry included.
+func TestCrossCheckAgreesWithZooKeeper(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real ZooKeeper")
+	}
+	real := zktest.Start(t)
+	srv, controlURL, report := serveWithOracle(t, real.Addr)
+	crossCheckWorkload(t, srv.addr, controlURL)
+	time.Sleep(100 * time.Millisecond)
+	sum := srv.check.Summary()
+	if sum.Differences != 0 || sum.Replies < 15 || sum.Events < 3 {
+		t.Fatalf("%v:\n%s", sum, strings.Join(sum.First, "\n"))
+	}
+	t.Logf("%v; report: %q", sum, report.String())
+}
+
+// The cross-check can fail: an oracle that already holds a node answers a
+// create of it NODEEXISTS where zklab creates it, and that is reported.
+func TestCrossCheckReportsADifference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real ZooKeeper")
+	}
+	real := zktest.Start(t)
+	direct := connect(t, real.Addr)
+	if _, err := direct.Create("/only-on-the-oracle", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	srv, _, report := serveWithOracle(t, real.Addr)
+	c := connect(t, srv.addr)
+	if _, err := c.Create("/only-on-the-oracle", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	sum := srv.check.Summary()
+	if sum.Differences == 0 || !strings.Contains(report.String(), "create: error: zklab OK, ZooKeeper NODEEXISTS") {
+		t.Fatalf("%v, report %q; want the create's error reported", sum, report.String())
+	}
+}
