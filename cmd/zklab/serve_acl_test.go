@@ -116,10 +116,11 @@ func TestServeEnforcesACLs(t *testing.T) {
 	session := bob.SessionID()
 	wantErr(t, "bob's addauth foo", bob.AddAuth("foo", []byte("bar")), zk.ErrAuthFailed)
 	// A request sent before go-zookeeper sees the close fails with
-	// ErrConnectionClosed, as against a real server: retry until it has
+	// ErrConnectionClosed, and one queued while it reconnects with
+	// ErrNoServer, as against a real server: retry until it has
 	// reconnected.
 	_, _, err = bob.Exists("/tenant")
-	for deadline := time.Now().Add(10 * time.Second); errors.Is(err, zk.ErrConnectionClosed) && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(10 * time.Second); (errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer)) && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
 		_, _, err = bob.Exists("/tenant")
 	}
