@@ -1,6 +1,7 @@
 package model
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -49,15 +50,52 @@ func ServedOperations(records []wire.HistoryRecord) []porcupine.Operation {
 			ops = append(ops, servedOps(req, r, r.Seq)...)
 		}
 	}
+	var unknownPrefixes []string
 	for _, k := range order {
 		req, ok := requests[k]
 		if !ok {
 			continue
 		}
 		delete(requests, k)
+		unknownPrefixes = append(unknownPrefixes, unansweredSequential(req)...)
 		ops = append(ops, servedOps(req, nil, lastSeq+1)...)
 	}
-	return ops
+	if len(unknownPrefixes) == 0 {
+		return ops
+	}
+	// A sequential create that never answered may have made a node whose
+	// name nobody was told (a lost reply): the nodes its name could have
+	// are not checked, as the model cannot know which of them it made.
+	kept := ops[:0]
+	for _, o := range ops {
+		path := o.Input.(ZnodeInput).Path
+		if !slices.ContainsFunc(unknownPrefixes, func(prefix string) bool { return strings.HasPrefix(path, prefix) }) {
+			kept = append(kept, o)
+		}
+	}
+	return kept
+}
+
+// unansweredSequential is the requested paths (the prefixes of the names
+// the server gives) of the sequential creates of a request that got no
+// reply, a multi's included.
+func unansweredSequential(req *wire.HistoryRecord) []string {
+	isSequentialCreate := func(op string, mode int32) bool {
+		return strings.HasPrefix(op, "create") && mode&zk.FlagSequence != 0
+	}
+	if req.Op == "multi" {
+		var prefixes []string
+		for _, sub := range req.Ops {
+			if isSequentialCreate(sub.Op, sub.Mode) {
+				prefixes = append(prefixes, sub.Path)
+			}
+		}
+		return prefixes
+	}
+	if isSequentialCreate(req.Op, req.Mode) {
+		return []string{req.Path}
+	}
+	return nil
 }
 
 // servedOps is the Znode operations of one request and its reply (nil:

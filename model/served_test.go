@@ -81,3 +81,33 @@ func TestCheckServed(t *testing.T) {
 		})
 	}
 }
+
+// A sequential create whose reply was lost made a node nobody was told
+// the name of; its client, or another, may then use that node (go
+// zookeeper's protected create finds it by listing). The history stays
+// linearizable: the nodes the create could have made are not checked.
+func TestServedUnansweredSequentialCreate(t *testing.T) {
+	lost := req(1, 1, "create", "/lock/_c_a-lock-", "")
+	lost.Mode = zk.FlagEphemeral | zk.FlagSequence
+	h := served(
+		lost,
+		req(1, 2, "delete", "/lock/_c_a-lock-0000000000", ""), rep(1, 2, "delete", 0, "", 0),
+		req(2, 1, "create", "/other", "x"), rep(2, 1, "create", 0, "", 0),
+		req(2, 2, "getData", "/other", ""), rep(2, 2, "getData", 0, "y", 0),
+	)
+	ops := ServedOperations(h)
+	for _, o := range ops {
+		if p := o.Input.(ZnodeInput).Path; p == "/lock/_c_a-lock-0000000000" {
+			t.Errorf("the node an unanswered sequential create may have made is checked: %+v", o)
+		}
+	}
+	// The rest is still checked: /other's read of data never written.
+	if res, _, _ := CheckServed(h, time.Second); res != porcupine.Illegal {
+		t.Errorf("CheckServed = %v, want Illegal for /other's read", res)
+	}
+	// Without the lost create, the delete of a node never created is
+	// checked, and illegal.
+	if res, _, _ := CheckServed(h[1:3], time.Second); res != porcupine.Illegal {
+		t.Errorf("CheckServed of a delete of a node never created = %v, want Illegal", res)
+	}
+}
