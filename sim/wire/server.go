@@ -349,13 +349,16 @@ func (s *Server) flushLocked() {
 				panic(fmt.Sprintf("wire: reply to xid %d, which connection %d has not sent", r.Xid, c.id))
 			}
 			delete(c.pending, r.Xid)
-			if !s.replyLostLocked(c, r.Xid) {
-				c.enqueue(AppendReply(c.out, p.op, &r))
-			}
 			latencyMs := int64(at.Sub(p.at) / time.Millisecond)
 			c.stats.reply(latencyMs, r.Zxid, at)
 			s.stats.reply(latencyMs)
-			s.obs.ReplySent(at, c.id, c.session, p.op, r)
+			// Applied, and its reply perhaps lost: no observer hears of a
+			// reply the client never gets, so a history keeps the request
+			// open, ambiguous, as its client sees it.
+			if !s.replyLostLocked(c, r.Xid) {
+				c.enqueue(AppendReply(c.out, p.op, &r))
+				s.obs.ReplySent(at, c.id, c.session, p.op, r)
+			}
 			if p.op == sim.OpCloseSession && r.Err == sim.CodeOK {
 				s.obs.SessionClosed(at, c.session)
 			}
