@@ -566,6 +566,11 @@ func (c *conn) handshake(body []byte) string {
 	if s.partitionedLocked(req.SessionID) {
 		return "fault: session partitioned"
 	}
+	if !s.sim.HasConn(c.id) {
+		// Cut while its handshake was on the way (a restart, a fault):
+		// the server no longer knows the connection.
+		return "connection closed by the server"
+	}
 	c.connect = req
 	c.stats.received++
 	s.stats.received++
