@@ -131,8 +131,8 @@ func (s *Server) Stats() Stats {
 		Zxid: s.sim.LastZxid(), NodeCount: s.sim.NodeCount(), Sessions: len(s.sim.Sessions()),
 		ApproximateDataSize: s.sim.ApproximateDataSize(), Started: s.start,
 	}
-	for _, id := range s.sim.Sessions() {
-		st.Ephemerals += len(s.sim.EphemeralsOf(id))
+	for _, info := range s.sim.SessionInfos() {
+		st.Ephemerals += len(info.Ephemerals)
 	}
 	st.MinLatencyMs, st.AvgLatencyMs, st.MaxLatencyMs = s.stats.latencies()
 	for _, c := range s.conns {
