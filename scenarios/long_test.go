@@ -19,17 +19,7 @@ func TestLong(t *testing.T) {
 	if os.Getenv("ZKLAB_LONG") == "" {
 		t.Skip("set ZKLAB_LONG=1")
 	}
-	type target struct {
-		recipe string
-		store  StoreKind
-	}
-	var targets []target
-	for _, r := range recipes.Recipes() {
-		if r.Flawed() {
-			targets = append(targets, target{r.Name, StoreFenced})
-		}
-	}
-	targets = append(targets, target{"fair-lock", StoreUnfenced})
+	targets := violationTargets()
 	const seeds = 9
 	for _, tg := range targets {
 		var times []time.Duration
@@ -100,17 +90,7 @@ func TestFirstViolationByStrategy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	type target struct {
-		recipe string
-		store  StoreKind
-	}
-	var targets []target
-	for _, r := range recipes.Recipes() {
-		if r.Flawed() {
-			targets = append(targets, target{r.Name, StoreFenced})
-		}
-	}
-	targets = append(targets, target{"fair-lock", StoreUnfenced})
+	targets := violationTargets()
 	for _, tg := range targets {
 		for _, strategy := range Strategies {
 			var runs []int
@@ -138,4 +118,23 @@ func TestFirstViolationByStrategy(t *testing.T) {
 				tg.recipe, tg.store, strategy, len(runs), seeds, runs[len(runs)/2], runs[len(runs)-1], times[len(times)/2].Round(time.Millisecond), times[len(times)-1].Round(time.Millisecond))
 		}
 	}
+}
+
+// violationTarget is a recipe and a store exploration must find a
+// violation of.
+type violationTarget struct {
+	recipe string
+	store  StoreKind
+}
+
+// violationTargets is every flawed recipe with the fenced store, and
+// fair-lock with the unfenced one: what the long measurements time.
+func violationTargets() []violationTarget {
+	var targets []violationTarget
+	for _, r := range recipes.Recipes() {
+		if r.Flawed() {
+			targets = append(targets, violationTarget{r.Name, StoreFenced})
+		}
+	}
+	return append(targets, violationTarget{"fair-lock", StoreUnfenced})
 }

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/zklab/zklab/recipes"
 )
 
 // TestShrinkSizes is outside make test (ZKLAB_SHRINK_SIZES=1): for every
@@ -21,17 +19,7 @@ func TestShrinkSizes(t *testing.T) {
 	if os.Getenv("ZKLAB_SHRINK_SIZES") == "" {
 		t.Skip("set ZKLAB_SHRINK_SIZES=1")
 	}
-	type target struct {
-		recipe string
-		store  StoreKind
-	}
-	var targets []target
-	for _, r := range recipes.Recipes() {
-		if r.Flawed() {
-			targets = append(targets, target{r.Name, StoreFenced})
-		}
-	}
-	targets = append(targets, target{"fair-lock", StoreUnfenced})
+	targets := violationTargets()
 	for _, tg := range targets {
 		for seed := uint64(1); seed <= 5; seed++ {
 			res, err := Explore(ExploreOptions{Recipe: tg.recipe, Store: tg.store, Time: 30 * time.Second, Seed: seed, Dir: t.TempDir()})
