@@ -11,6 +11,8 @@ const (
 	StepToClient                           // deliver the next message the server sent
 	StepTimer                              // fire a timer whose time has come
 	StepServerInternal                     // the server applies its own queued work (an expired session's close)
+	StepApply                              // an ensemble member applies its next committed transaction
+	StepPeer                               // deliver the next message between two ensemble members
 )
 
 func (k StepKind) String() string {
@@ -25,6 +27,10 @@ func (k StepKind) String() string {
 		return "timer"
 	case StepServerInternal:
 		return "server"
+	case StepApply:
+		return "apply"
+	case StepPeer:
+		return "peer"
 	}
 	return fmt.Sprintf("step(%d)", int(k))
 }
