@@ -103,16 +103,16 @@ type memberConn struct {
 type peerKind uint8
 
 const (
-	msgForward    peerKind = iota + 1 // follower -> leader: a client's request
-	msgConnect                        // follower -> leader: a new session for a connection
-	msgRevalidate                     // follower -> leader: a session reattaches here
-	msgProposal                       // leader -> follower: a transaction to log
-	msgAck                            // follower -> leader: logged
-	msgCommit                         // leader -> follower: committed
-	msgAnswer                         // leader -> follower: the answer to a request that made no transaction
-	msgSynced                         // leader -> follower: a sync's target zxid
-	msgMoved                          // leader -> follower: the connection's session moved away
-	msgRevalidated                    // leader -> follower: a reattach's verdict
+	msgForward     peerKind = iota + 1 // follower -> leader: a client's request
+	msgConnect                         // follower -> leader: a new session for a connection
+	msgRevalidate                      // follower -> leader: a session reattaches here
+	msgProposal                        // leader -> follower: a transaction to log
+	msgAck                             // follower -> leader: logged
+	msgCommit                          // leader -> follower: committed
+	msgAnswer                          // leader -> follower: the answer to a request that made no transaction
+	msgSynced                          // leader -> follower: a sync's target zxid
+	msgMoved                           // leader -> follower: the connection's session moved away
+	msgRevalidated                     // leader -> follower: a reattach's verdict
 )
 
 type peerMsg struct {
