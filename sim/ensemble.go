@@ -574,13 +574,16 @@ func (e *Ensemble) deliverable(from, to int) bool {
 	return e.reachable(a, b) && !(b.lagging && from == e.leader)
 }
 
-// Step takes one step Steps listed.
-func (e *Ensemble) Step(nowMs int64, st EnsembleStep) {
+// Step takes one step Steps listed. It returns the transaction an apply
+// step applied or an expiry step proposed, nil for a message.
+func (e *Ensemble) Step(nowMs int64, st EnsembleStep) *TxnRecord {
 	switch st.Kind {
 	case StepApply:
-		e.applyNext(nowMs, e.members[st.Server-1])
+		return e.applyNext(nowMs, e.members[st.Server-1])
 	case StepServerInternal:
-		e.propose(nowMs, e.prep.PrepInternal(nowMs))
+		rec := e.prep.PrepInternal(nowMs)
+		e.propose(nowMs, rec)
+		return rec
 	case StepPeer:
 		msg := e.links[st.Server-1][st.To-1].pop()
 		to := e.members[st.To-1]
@@ -589,15 +592,15 @@ func (e *Ensemble) Step(nowMs int64, st EnsembleStep) {
 		} else {
 			e.atFollower(nowMs, to, msg)
 		}
-	default:
-		panic(fmt.Sprintf("sim: not an ensemble step: %v", st.Kind))
+		return nil
 	}
+	panic(fmt.Sprintf("sim: not an ensemble step: %v", st.Kind))
 }
 
 // applyNext applies the member's next committed transaction. The
 // connection it came on, if it is here, gets its answer, and then its
 // queued requests go on.
-func (e *Ensemble) applyNext(nowMs int64, m *member) {
+func (e *Ensemble) applyNext(nowMs int64, m *member) *TxnRecord {
 	rec := m.log[m.applied]
 	if e.committed[m.applied] != rec {
 		panic(fmt.Sprintf("sim: s%d applies %v as entry %d, which committed as %v", m.id, rec, m.applied, e.committed[m.applied]))
@@ -613,6 +616,7 @@ func (e *Ensemble) applyNext(nowMs int64, m *member) {
 			e.catchUp(nowMs, m, c)
 		}
 	}
+	return rec
 }
 
 // --- time ---
