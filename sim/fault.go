@@ -46,12 +46,18 @@ var FaultKinds = []FaultKind{FaultDropRequest, FaultDropReply, FaultDisconnect, 
 
 // Fault is one fault to inject.
 type Fault struct {
-	Kind     FaultKind
-	Client   int // the client's number (1 for the first); 0 for a server restart
+	Kind   FaultKind
+	Client int // the client's number (1 for the first); 0 for a server restart
+	// Server is the server's number (1 for s1) for a fault of
+	// ServerFaultKinds that names one; 0 otherwise.
+	Server   int
 	Duration time.Duration
 }
 
 func (f Fault) String() string {
+	if isServerFault(f.Kind) {
+		return f.serverString()
+	}
 	switch f.Kind {
 	case FaultRestart:
 		return fmt.Sprintf("%s for=%v", f.Kind, f.Duration)
@@ -99,6 +105,9 @@ func (w *World) nextFaultTime() (int64, bool) {
 func (w *World) Inject(f Fault) error {
 	if f.Duration < 0 {
 		return fmt.Errorf("sim: fault %s: negative duration", f)
+	}
+	if isServerFault(f.Kind) {
+		return w.injectServerFault(f)
 	}
 	var c *Client
 	if f.Kind != FaultRestart {

@@ -18,8 +18,13 @@ type Config struct {
 	// Strategy picks each step among the enabled ones; nil is a random walk
 	// over the seeded source.
 	Strategy Strategy
-	// Server configures the simulated ZooKeeper server.
+	// Server configures the simulated ZooKeeper server (every member of
+	// an ensemble alike).
 	Server ServerConfig
+	// Servers is the number of ZooKeeper servers: 0 or 1 runs the
+	// standalone server, 3 or 5 an ensemble of a leader and followers
+	// (see Ensemble). Validate rejects any other number.
+	Servers int
 	// Trace receives every event of the run as it happens; nil keeps the
 	// trace in memory only when KeepTrace is set.
 	Trace TraceSink
@@ -58,6 +63,7 @@ type World struct {
 	rng      *rand.Rand
 	strategy Strategy
 	server   *Server
+	ens      *Ensemble // nil for the standalone server
 
 	nowNs     int64
 	horizonNs int64 // RunFor's end: time does not jump past it
@@ -91,6 +97,12 @@ type World struct {
 
 // New returns a world with a fresh server and no clients.
 func New(cfg Config) *World {
+	if err := cfg.Validate(); err != nil {
+		panic(err.Error())
+	}
+	if cfg.Servers > 1 {
+		panic("sim: ensembles are not built yet (issue 13)")
+	}
 	if cfg.MaxSteps == 0 {
 		cfg.MaxSteps = 10_000_000
 	}
@@ -114,8 +126,16 @@ func New(cfg Config) *World {
 	return w
 }
 
-// Server returns the simulated server, for inspection between runs.
-func (w *World) Server() *Server { return w.server }
+// Server returns the simulated server, for inspection between runs. In an
+// ensemble it is the replica that stands for ZooKeeper's committed view:
+// the leader's applied state, or, while there is no leader, the member
+// that has applied the most.
+func (w *World) Server() *Server {
+	if w.ens != nil {
+		return w.ens.View()
+	}
+	return w.server
+}
 
 // Now is the virtual time since the world began.
 func (w *World) Now() time.Duration { return time.Duration(w.nowNs) }
