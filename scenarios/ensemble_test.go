@@ -1,0 +1,113 @@
+package scenarios
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zklab/zklab/sim"
+)
+
+// ensembleText is a scenario file with every server fault, as Format
+// writes it.
+const ensembleText = `# the ensemble's faults, one of each kind
+recipe fair-lock
+clients 2
+servers 3
+fault step=40 crash-server s1 for=5s
+fault step=60 partition-server s3 for=10s
+fault at=1s isolate-leader for=10s
+fault at=2s lag s2 for=2s
+fault at=3s kill-leader for=5s
+fault at=4s lose-quorum for=10s
+expect zk-holders pass
+`
+
+func TestParseEnsemble(t *testing.T) {
+	sc, err := Parse("e.scenario", ensembleText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Servers != 3 || len(sc.Faults) != 6 {
+		t.Fatalf("servers %d, faults %d", sc.Servers, len(sc.Faults))
+	}
+	want := []sim.Fault{
+		{Kind: sim.FaultServerCrash, Server: 1, Duration: 5 * time.Second},
+		{Kind: sim.FaultServerPartition, Server: 3, Duration: 10 * time.Second},
+		{Kind: sim.FaultIsolateLeader, Duration: 10 * time.Second},
+		{Kind: sim.FaultLag, Server: 2, Duration: 2 * time.Second},
+		{Kind: sim.FaultKillLeader, Duration: 5 * time.Second},
+		{Kind: sim.FaultLoseQuorum, Duration: 10 * time.Second},
+	}
+	for i, f := range sc.Faults {
+		if f.Fault != want[i] {
+			t.Errorf("fault %d: got %+v, want %+v", i, f.Fault, want[i])
+		}
+		// The file's words after the when are sim's own rendering.
+		if got := strings.SplitN(formatFault(f), " ", 2)[1]; got != f.Fault.String() {
+			t.Errorf("fault %d: file %q, sim %q", i, got, f.Fault.String())
+		}
+	}
+	if got := Format(sc); got != ensembleText {
+		t.Errorf("round trip:\n%s\nvs\n%s", ensembleText, got)
+	}
+	// Built in code, the scenario writes its servers line; one server
+	// writes none, so every file of one server reads as before.
+	sc.layout = nil
+	if got := Format(sc); !strings.Contains(got, "clients 2\nservers 3\n") {
+		t.Errorf("servers line missing:\n%s", got)
+	}
+	for _, n := range []int{0, 1} {
+		one := &Scenario{Recipe: "fair-lock", Clients: 2, Servers: n}
+		if got := Format(one); got != "recipe fair-lock\nclients 2\n" {
+			t.Errorf("servers %d: %q", n, got)
+		}
+	}
+	// A file that says "servers 1" keeps its line.
+	text := "recipe fair-lock\nservers 1\nclients 2\n"
+	if sc, err := Parse("x", text); err != nil || Format(sc) != text {
+		t.Errorf("servers 1 line: %v", err)
+	}
+}
+
+func TestParseEnsembleErrors(t *testing.T) {
+	for _, tc := range []struct{ text, want string }{
+		{"recipe fair-lock\nclients 2\nservers 2\n", "f.scenario:3: servers: want 1, 3 or 5 servers, got 2"},
+		{"recipe fair-lock\nclients 2\nservers 0\n", "f.scenario:3: servers: want 1, 3 or 5 servers, got 0"},
+		{"recipe fair-lock\nclients 2\nservers 7\n", "f.scenario:3: servers: want 1, 3 or 5 servers, got 7"},
+		{"recipe fair-lock\nclients 2\nservers three\n", `f.scenario:3: servers: want 1, 3 or 5, got "three"`},
+		{"recipe fair-lock\nclients 2\nservers 3\nfault at=1s lag s4 for=1s\n", "f.scenario:4: fault on s4, but there are 3 servers"},
+		{"recipe fair-lock\nclients 2\nservers 3\nfault at=1s lag s9 for=1s\n", "f.scenario:4: fault: want an integer from 1 to 5, got \"9\""},
+		{"recipe fair-lock\nclients 2\nservers 3\nfault at=1s lag s0 for=1s\n", "f.scenario:4: fault: want an integer from 1 to 5"},
+		{"recipe fair-lock\nclients 2\nfault at=1s kill-leader for=1s\n", "f.scenario:3: fault kill-leader strikes an ensemble, but the scenario runs one server (add a line: servers 3)"},
+		{"recipe fair-lock\nclients 2\nservers 1\nfault at=1s lag s1 for=1s\n", "f.scenario:4: fault lag strikes an ensemble"},
+		{"recipe fair-lock\nclients 2\nservers 3\nfault at=1s lag c1 for=1s\n", "f.scenario:4: fault: lag needs a server, like s1"},
+		{"recipe fair-lock\nclients 2\nservers 3\nfault at=1s lag s1\n", "f.scenario:4: fault: lag needs for=DURATION"},
+		{"recipe fair-lock\nclients 2\nservers 3\nfault at=1s kill-leader s1 for=1s\n", "f.scenario:4: fault: kill-leader needs for=DURATION"},
+		{"recipe fair-lock\nclients 2\nservers 3\nfault at=1s lose-quorum for=1s extra\n", "f.scenario:4: fault: lose-quorum needs for=DURATION"},
+		{"recipe fair-lock\nclients 2\nservers 3\nservers 3\n", "f.scenario:4: servers given twice (first on line 3)"},
+	} {
+		_, err := Parse("f.scenario", tc.text)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q) = %v, want %q", tc.text, err, tc.want)
+		}
+		var pe *ParseError
+		if err != nil && !errors.As(err, &pe) {
+			t.Errorf("Parse(%q): %v is not a *ParseError", tc.text, err)
+		}
+	}
+}
+
+// A scenario built in code is held to the same rules when it runs.
+func TestRunRefusesBadEnsemble(t *testing.T) {
+	for _, sc := range []*Scenario{
+		{Recipe: "fair-lock", Clients: 2, Servers: 2},
+		{Recipe: "fair-lock", Clients: 2, Faults: []sim.ScheduledFault{{AtTime: time.Second, Fault: sim.Fault{Kind: sim.FaultKillLeader, Duration: time.Second}}}},
+		{Recipe: "fair-lock", Clients: 2, Servers: 3, Faults: []sim.ScheduledFault{{AtTime: time.Second, Fault: sim.Fault{Kind: sim.FaultLag, Server: 5, Duration: time.Second}}}},
+	} {
+		if _, err := Run(sc, RunOptions{}); err == nil {
+			t.Errorf("Run(%+v): no error", sc)
+		}
+	}
+}
