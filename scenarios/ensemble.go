@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/zklab/zklab/sim"
+	"pgregory.net/rapid"
 )
 
 // An ensemble in a scenario file: a "servers N" line (1, the default,
@@ -115,4 +116,46 @@ func (s *Scenario) checkEnsemble() error {
 		errs = append(errs, fmt.Errorf("scenario: "+format, args...))
 	})
 	return errors.Join(errs...)
+}
+
+// ensemble reports whether some run of the exploration has more than one
+// server.
+func (o *ExploreOptions) ensemble() bool {
+	return slices.ContainsFunc(o.Servers, func(n int) bool { return n > 1 })
+}
+
+// drawServers draws a run's ensemble size: nothing is drawn unless the
+// exploration has sizes to choose from, so that a standalone exploration
+// draws exactly what it drew before ensembles.
+func drawServers(t *rapid.T, o *ExploreOptions) int {
+	var n int
+	switch len(o.Servers) {
+	case 0:
+		return 0
+	case 1:
+		n = o.Servers[0]
+	default:
+		n = rapid.SampledFrom(o.Servers).Draw(t, "servers")
+	}
+	if n == 1 {
+		return 0 // the standalone server, written with no servers line
+	}
+	return n
+}
+
+// faultKindsFor are the fault kinds run sc may draw: a run of one server
+// leaves out the ensemble's, in an exploration that draws both sizes.
+func faultKindsFor(o *ExploreOptions, sc *Scenario) []sim.FaultKind {
+	if sc.Servers > 1 || !slices.ContainsFunc(o.Faults, serverFault) {
+		return o.Faults
+	}
+	return slices.DeleteFunc(slices.Clone(o.Faults), serverFault)
+}
+
+// drawServerOf draws the server a fault of f's kind names, if it names
+// one.
+func drawServerOf(t *rapid.T, sc *Scenario, f *sim.Fault) {
+	if namesServer(f.Kind) {
+		f.Server = rapid.IntRange(1, sc.Servers).Draw(t, "fault_server")
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zklab/zklab/sim"
+	"pgregory.net/rapid"
 )
 
 // ensembleText is a scenario file with every server fault, as Format
@@ -108,6 +109,93 @@ func TestRunRefusesBadEnsemble(t *testing.T) {
 	} {
 		if _, err := Run(sc, RunOptions{}); err == nil {
 			t.Errorf("Run(%+v): no error", sc)
+		}
+	}
+}
+
+func TestExploreDrawsTheEnsemble(t *testing.T) {
+	draw := func(o ExploreOptions) []*Scenario {
+		t.Helper()
+		o.Recipe = "fair-lock"
+		if err := o.fill(); err != nil {
+			t.Fatal(err)
+		}
+		var out []*Scenario
+		rapid.Check(t, func(rt *rapid.T) { out = append(out, drawScenario(rt, &o)) })
+		return out
+	}
+	count := func(scs []*Scenario, keep func(*Scenario, sim.ScheduledFault) bool) int {
+		n := 0
+		for _, sc := range scs {
+			for _, f := range sc.Faults {
+				if keep(sc, f) {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	isServer := func(_ *Scenario, f sim.ScheduledFault) bool { return serverFault(f.Kind) }
+	for _, sc := range draw(ExploreOptions{}) {
+		if sc.Servers != 0 || count([]*Scenario{sc}, isServer) != 0 {
+			t.Fatalf("a standalone exploration drew an ensemble: %s", Format(sc))
+		}
+	}
+	three := draw(ExploreOptions{Servers: []int{3}})
+	if n := count(three, isServer); n == 0 {
+		t.Errorf("no server fault drawn in %d runs on 3 servers", len(three))
+	}
+	for _, sc := range three {
+		if sc.Servers != 3 {
+			t.Fatalf("servers %d, want 3", sc.Servers)
+		}
+		if err := sc.checkEnsemble(); err != nil {
+			t.Fatalf("%v\n%s", err, Format(sc))
+		}
+		// What exploration draws, a file says the same way.
+		back, err := Parse("x", Format(sc))
+		if err != nil || Format(back) != Format(sc) {
+			t.Fatalf("drawn scenario does not round-trip: %v\n%s", err, Format(sc))
+		}
+	}
+	both := draw(ExploreOptions{Servers: []int{1, 3}})
+	sizes := map[int]int{}
+	for _, sc := range both {
+		sizes[sc.Servers]++
+	}
+	if sizes[0] == 0 || sizes[3] == 0 {
+		t.Errorf("sizes drawn from {1,3}: %v", sizes)
+	}
+	if n := count(both, func(sc *Scenario, f sim.ScheduledFault) bool { return sc.Servers == 0 && serverFault(f.Kind) }); n != 0 {
+		t.Errorf("%d server faults drawn for one server", n)
+	}
+	kinds := map[sim.FaultKind]bool{}
+	for _, sc := range append(three, both...) {
+		for _, f := range sc.Faults {
+			kinds[f.Kind] = true
+		}
+	}
+	for _, k := range sim.ServerFaultKinds {
+		if !kinds[k] {
+			t.Errorf("fault kind %s never drawn", k)
+		}
+	}
+}
+
+func TestExploreRefusesBadEnsembles(t *testing.T) {
+	for _, tc := range []struct {
+		o    ExploreOptions
+		want string
+	}{
+		{ExploreOptions{Servers: []int{2}}, "explore: want 1, 3 or 5 servers, got 2"},
+		{ExploreOptions{Servers: []int{1, 0}}, "explore: want 1, 3 or 5 servers, got 0"},
+		{ExploreOptions{Faults: []sim.FaultKind{sim.FaultKillLeader}}, "explore: fault kill-leader strikes an ensemble, but every run has one server"},
+		{ExploreOptions{Servers: []int{3}, Faults: []sim.FaultKind{sim.FaultLag}, ZK: []string{"127.0.0.1:1"}}, "explore: fault lag cannot be injected on a real ensemble"},
+	} {
+		tc.o.Recipe = "fair-lock"
+		_, err := Explore(tc.o)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Explore(%+v) = %v, want %q", tc.o, err, tc.want)
 		}
 	}
 }
