@@ -56,6 +56,20 @@ func allFaultKinds() []sim.FaultKind {
 	return append(slices.Clone(sim.FaultKinds), sim.ServerFaultKinds...)
 }
 
+// ValidServers checks an ensemble's size (a flag's, a file's): 1, 3 or
+// 5, as sim.Config.Validate has it.
+func ValidServers(n int) error { return validServers(n) }
+
+// ExploredFaultKinds are the fault kinds an exploration of the ensemble
+// sizes servers draws from by default: the ensemble's too when a size is
+// above 1.
+func ExploredFaultKinds(servers []int) []sim.FaultKind {
+	if (&ExploreOptions{Servers: servers}).ensemble() {
+		return allFaultKinds()
+	}
+	return sim.FaultKinds
+}
+
 // validServers checks an ensemble's size as sim does.
 func validServers(n int) error {
 	if n > MaxServers {
