@@ -6,7 +6,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/zklab/zklab/model"
 	"github.com/zklab/zklab/sim"
 	"pgregory.net/rapid"
 )
@@ -172,4 +174,19 @@ func drawServerOf(t *rapid.T, sc *Scenario, f *sim.Fault) {
 	if namesServer(f.Kind) {
 		f.Server = rapid.IntRange(1, sc.Servers).Draw(t, "fault_server")
 	}
+}
+
+// checkEnsembleZnodes checks an ensemble's own history: the writes
+// linearizable (zk-linearizable, model.Znode on the writes), the reads
+// sequentially consistent per session (zk-sequential,
+// model.SessionReads). Both are skipped unless the run kept its history
+// (RunOptions.Znodes).
+func (r *runner) checkEnsembleZnodes(ops []sim.Operation, lastStep uint64, timeout time.Duration) []CheckResult {
+	if !r.opts.Znodes {
+		return []CheckResult{{Name: CheckZnodes, Outcome: Skipped}, {Name: CheckSequential, Outcome: Skipped}}
+	}
+	writes := checkZnodeModel(CheckZnodes, model.Znode(), model.WritesOnly, ops, r.obs, lastStep, timeout)
+	writes.Detail += " (the writes: reads may be stale on an ensemble)"
+	reads := checkZnodeModel(CheckSequential, model.SessionReads(), nil, ops, r.obs, lastStep, timeout)
+	return []CheckResult{writes, reads}
 }

@@ -2,10 +2,12 @@ package scenarios
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/zklab/zklab/sim"
 	"pgregory.net/rapid"
 )
@@ -197,5 +199,48 @@ func TestExploreRefusesBadEnsembles(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Explore(%+v) = %v, want %q", tc.o, err, tc.want)
 		}
+	}
+}
+
+// zk-sequential on a history of the simulator's kind: one session going
+// back in time fails; a stale read that moves forward passes, where
+// zk-linearizable (reads included) would fail it.
+func TestCheckSequential(t *testing.T) {
+	call := func(step uint64, client int, session int64, op string, data string, version int32) sim.Operation {
+		o := sim.Operation{Client: client, Session: session, Op: op, Path: "/n", Version: -1, Returned: true, CallStep: step, ReturnStep: step + 1}
+		switch op {
+		case "create", "set":
+			o.Data = []byte(data)
+			o.OutPath = "/n"
+			o.Stat = &zk.Stat{Version: version}
+		case "get":
+			o.OutData = []byte(data)
+			o.Stat = &zk.Stat{Version: version}
+		}
+		return o
+	}
+	writes := []sim.Operation{call(1, 1, 0x1, "create", "a", 0), call(3, 1, 0x1, "set", "b", 1)}
+	stale := append(slices.Clone(writes), call(5, 2, 0x2, "get", "a", 0), call(7, 2, 0x2, "get", "b", 1))
+	back := append(slices.Clone(writes), call(5, 2, 0x2, "get", "b", 1), call(7, 2, 0x2, "get", "a", 0))
+	r := &runner{sc: &Scenario{Servers: 3, Clients: 2}, opts: RunOptions{Znodes: true}, obs: newObserver(false, 2)}
+	for _, tc := range []struct {
+		name             string
+		ops              []sim.Operation
+		writes, sessions Outcome
+	}{
+		{"stale but moving forward", stale, Pass, Pass},
+		{"back in time", back, Pass, Fail},
+	} {
+		got := r.checkEnsembleZnodes(tc.ops, 10, time.Second)
+		if got[0].Name != CheckZnodes || got[0].Outcome != tc.writes || got[1].Name != CheckSequential || got[1].Outcome != tc.sessions {
+			t.Errorf("%s: %+v", tc.name, got)
+		}
+		if one := checkZnodes(tc.ops, r.obs, 10, time.Second); one.Outcome != Fail {
+			t.Errorf("%s: a stale read passed zk-linearizable with its reads: %+v", tc.name, one)
+		}
+	}
+	r.opts.Znodes = false
+	if got := r.checkEnsembleZnodes(stale, 10, time.Second); got[0].Outcome != Skipped || got[1].Outcome != Skipped {
+		t.Errorf("without the history: %+v", got)
 	}
 }
