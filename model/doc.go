@@ -4,7 +4,9 @@
 // semaphore of N holders (lock.go); the protected store a critical
 // section updates, without and with fencing tokens (store.go); and a
 // znode model, partitioned by path, that checks the simulator's own
-// operation histories (znode.go).
+// operation histories (znode.go); and, for an ensemble, whose reads may
+// be stale, SessionReads: linearizable writes, and each session's reads
+// moving forward and seeing its own writes (sessionreads.go).
 //
 // Every model has DescribeOperation and DescribeState, so that a failing
 // history can be rendered with porcupine.Visualize. States are comparable

@@ -16,6 +16,9 @@ import (
 // operation history (sim.World.History).
 type ZnodeInput struct {
 	Client int
+	// Session is the session the client had when it made the call
+	// (SessionReads holds each session to its own order).
+	Session int64
 	// Op is the call: create, createContainer, delete, exists, existsW,
 	// get, getW, set.
 	Op   string
@@ -329,7 +332,7 @@ func ZnodeOperations(history []sim.Operation, trace []sim.Event, lastStep uint64
 	var ops []porcupine.Operation
 	for i := range history {
 		o := &history[i]
-		in := ZnodeInput{Client: o.Client, Op: o.Op, Path: o.Path, Data: string(o.Data), Version: o.Version}
+		in := ZnodeInput{Client: o.Client, Session: o.Session, Op: o.Op, Path: o.Path, Data: string(o.Data), Version: o.Version}
 		switch o.Op {
 		case "create", "createContainer":
 			if o.OutPath != "" {

@@ -54,18 +54,24 @@ const (
 	// sequential node that was gone: it can never fire.
 	CheckDeadWatches = "dead-watches"
 	// CheckZnodes is the linearizability of the simulator's own history
-	// against model.Znode (RunOptions.Znodes).
+	// against model.Znode (RunOptions.Znodes). On an ensemble, where a
+	// read may be stale, it checks the writes alone.
 	CheckZnodes = "zk-linearizable"
+	// CheckSequential is, on an ensemble, each session's reads in the
+	// simulator's own history against model.SessionReads: stale reads
+	// allowed, as long as each session's move forward and see its own
+	// writes (RunOptions.Znodes; a run of one server does not list it).
+	CheckSequential = "zk-sequential"
 )
 
 // CheckNames lists every check, in the order a verdict shows them.
-var CheckNames = []string{CheckRun, CheckLock, CheckStore, CheckZKHolders, CheckSplitBrain, CheckLiveness, CheckDeadWatches, CheckZnodes}
+var CheckNames = []string{CheckRun, CheckLock, CheckStore, CheckZKHolders, CheckSplitBrain, CheckLiveness, CheckDeadWatches, CheckZnodes, CheckSequential}
 
 // DefaultViolations are the checks whose failure makes a run a failure
 // for exploration and for Test: all but split-brain, which a correct
 // recipe shows under long pauses (the fenced store is what must stay
 // safe then).
-var DefaultViolations = []string{CheckRun, CheckLock, CheckStore, CheckZKHolders, CheckLiveness, CheckDeadWatches, CheckZnodes}
+var DefaultViolations = []string{CheckRun, CheckLock, CheckStore, CheckZKHolders, CheckLiveness, CheckDeadWatches, CheckZnodes, CheckSequential}
 
 // herdFigureNames are the herd figures, as "expect herd.NAME N" names
 // them.
@@ -246,6 +252,8 @@ func (r *runner) check(znodeOps []sim.Operation, lastStep uint64) *Verdict {
 	switch {
 	case r.real != nil:
 		v.Checks = append(v.Checks, CheckResult{Name: CheckZnodes, Outcome: Skipped, Detail: "needs the simulator's own history of the server"})
+	case r.sc.Servers > 1:
+		v.Checks = append(v.Checks, r.checkEnsembleZnodes(znodeOps, lastStep, timeout)...)
 	case r.opts.Znodes:
 		v.Checks = append(v.Checks, checkZnodes(znodeOps, r.obs, lastStep, timeout))
 	default:
@@ -599,6 +607,12 @@ func (r *runner) checkDeadWatches() CheckResult {
 }
 
 func checkZnodes(ops []sim.Operation, obs *observer, lastStep uint64, timeout time.Duration) CheckResult {
+	return checkZnodeModel(CheckZnodes, model.Znode(), nil, ops, obs, lastStep, timeout)
+}
+
+// checkZnodeModel checks the simulator's history, turned into Znode
+// operations and kept by keep (all if nil), against m.
+func checkZnodeModel(name string, m porcupine.Model, keep func([]porcupine.Operation) []porcupine.Operation, ops []sim.Operation, obs *observer, lastStep uint64, timeout time.Duration) CheckResult {
 	// The observer keeps no trace events; give the FIN and crash steps
 	// through a synthetic trace.
 	var trace []sim.Event
@@ -611,8 +625,11 @@ func checkZnodes(ops []sim.Operation, obs *observer, lastStep uint64, timeout ti
 		}
 	}
 	hist := model.ZnodeOperations(ops, trace, lastStep)
-	res := porcupine.CheckOperationsTimeout(model.Znode(), hist, timeout)
-	out := CheckResult{Name: CheckZnodes, Outcome: porcupineOutcome(res), Detail: Plural(len(hist), "operation")}
+	if keep != nil {
+		hist = keep(hist)
+	}
+	res := porcupine.CheckOperationsTimeout(m, hist, timeout)
+	out := CheckResult{Name: name, Outcome: porcupineOutcome(res), Detail: Plural(len(hist), "operation")}
 	if res == porcupine.Unknown {
 		out.Detail += fmt.Sprintf("; no answer within %v", timeout)
 	}

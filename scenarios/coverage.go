@@ -105,7 +105,7 @@ func (c *Coverage) Add(o *Coverage) (novel bool) {
 // order.
 func sortedKinds(c *Coverage) []sim.FaultKind {
 	var out []sim.FaultKind
-	for _, k := range sim.FaultKinds {
+	for _, k := range allFaultKinds() {
 		if len(c.Faults[k]) > 0 {
 			out = append(out, k)
 		}
@@ -454,7 +454,7 @@ func (r *coverageRecorder) session(e *sim.Event) {
 
 func (r *coverageRecorder) fault(e *sim.Event) {
 	kind, rest, _ := strings.Cut(e.Detail, " ")
-	if !strings.HasPrefix(rest, "c") && !strings.HasPrefix(rest, "for=") {
+	if !strings.HasPrefix(rest, "c") && !strings.HasPrefix(rest, "for=") && !(serverFault(sim.FaultKind(kind)) && strings.HasPrefix(rest, "s")) {
 		// The end of a partition or a pause, a server up again, an
 		// expiry the server could not make: not a fault striking.
 		if !strings.HasPrefix(e.Detail, "request dropped") && !strings.HasPrefix(e.Detail, "reply dropped") {
@@ -487,10 +487,15 @@ func (r *coverageRecorder) fault(e *sim.Event) {
 	case sim.FaultDropRequest, sim.FaultDropReply:
 		return // armed: it strikes when a request or reply is lost
 	case sim.FaultRestart:
-		for i := 1; i < len(r.clients); i++ {
-			if !r.clients[i].crashed && !r.clients[i].closed {
-				r.cov.addFault(k, r.phase(i), 1)
-			}
+		r.strikeAll(k)
+		return
+	}
+	if serverFault(k) {
+		// A server fault strikes the ensemble: it counts once for every
+		// client still at work, as a restart does. Its end, a server
+		// back, are other events: only KIND [sN] for=D is the fault.
+		if strings.HasPrefix(rest, "for=") || strings.HasPrefix(rest, "s") && strings.Contains(rest, " for=") {
+			r.strikeAll(k)
 		}
 		return
 	}
@@ -500,6 +505,16 @@ func (r *coverageRecorder) fault(e *sim.Event) {
 	r.cov.addFault(k, r.phase(e.Client), 1)
 	if k == sim.FaultCrash {
 		r.clients[e.Client].crashed = true
+	}
+}
+
+// strikeAll counts a fault of kind k that strikes the server(s) once for
+// every client still at work, in its phase.
+func (r *coverageRecorder) strikeAll(k sim.FaultKind) {
+	for i := 1; i < len(r.clients); i++ {
+		if !r.clients[i].crashed && !r.clients[i].closed {
+			r.cov.addFault(k, r.phase(i), 1)
+		}
 	}
 }
 
@@ -550,7 +565,7 @@ func (r *coverageRecorder) check(i int) {
 		}
 		t.fired = true
 		f := sim.ScheduledFault{AtStep: r.w.StepCount() + 1, Fault: t.Fault}
-		if f.Kind == sim.FaultRestart {
+		if !namesClient(f.Kind) {
 			f.Client = 0
 		}
 		if err := r.w.ScheduleFault(f); err != nil {

@@ -36,10 +36,17 @@ type ExploreOptions struct {
 	Store StoreKind
 	// SessionTimeout for every client; default 10 s.
 	SessionTimeout time.Duration
-	// Faults are the fault kinds a run may draw (nil: all of them; an
-	// empty non-nil slice: none); MaxFaults bounds how many (default 3).
+	// Faults are the fault kinds a run may draw (nil: all of them, the
+	// ensemble's too when Servers has a size above 1; an empty non-nil
+	// slice: none); MaxFaults bounds how many (default 3). A run of one
+	// server draws from the kinds that strike a client or the server.
 	Faults    []sim.FaultKind
 	MaxFaults int
+	// Servers are the ensemble sizes a run draws from (ensemble.go):
+	// nil or {1} is the standalone server, drawn exactly as before
+	// ensembles were; {3} runs every schedule on 3 servers; {1, 3} draws
+	// the size for each run, shrinking towards the first.
+	Servers []int
 	// Strategy is "random" (each scheduling decision drawn through
 	// rapid), "pct" (priorities and change points drawn through rapid),
 	// "directed" (faults aimed at the phases the exploration has seen
@@ -180,8 +187,23 @@ func (o *ExploreOptions) fill() error {
 	if o.SessionTimeout == 0 {
 		o.SessionTimeout = defaultSessionTimeout
 	}
+	for _, n := range o.Servers {
+		if err := validServers(n); err != nil {
+			return fmt.Errorf("explore: %v", err)
+		}
+	}
 	if o.Faults == nil {
 		o.Faults = sim.FaultKinds
+		if o.ensemble() {
+			o.Faults = allFaultKinds()
+		}
+	}
+	if !o.ensemble() {
+		for _, k := range o.Faults {
+			if serverFault(k) {
+				return fmt.Errorf("explore: fault %s strikes an ensemble, but every run has one server (explore with servers 3)", k)
+			}
+		}
 	}
 	if o.MaxFaults == 0 {
 		o.MaxFaults = 3
@@ -240,6 +262,7 @@ func drawWorkload(t *rapid.T, o *ExploreOptions) *Scenario {
 			}
 		}
 	}
+	sc.Servers = drawServers(t, o)
 	return sc
 }
 
@@ -247,6 +270,10 @@ func drawWorkload(t *rapid.T, o *ExploreOptions) *Scenario {
 func drawFaults(t *rapid.T, o *ExploreOptions, sc *Scenario) {
 	n := rapid.IntRange(0, o.MaxFaults).Draw(t, "faults")
 	restarted := false
+	kinds := faultKindsFor(o, sc)
+	if len(kinds) == 0 {
+		n = 0
+	}
 	for range n {
 		// A fault comes at a step, or at a virtual time: time passes only
 		// while clients hold, think or wait, so a time lands in someone's
@@ -257,7 +284,7 @@ func drawFaults(t *rapid.T, o *ExploreOptions, sc *Scenario) {
 		} else {
 			f.AtStep = uint64(rapid.IntRange(1, faultStepsPerCycle*sc.Clients*sc.Cycles).Draw(t, "fault_step"))
 		}
-		f.Kind = rapid.SampledFrom(o.Faults).Draw(t, "fault_kind")
+		f.Kind = rapid.SampledFrom(kinds).Draw(t, "fault_kind")
 		if f.Kind == sim.FaultRestart && restarted {
 			// Two server restarts that overlap make the simulator drop a
 			// connection opened between their ends without telling its
@@ -265,11 +292,11 @@ func drawFaults(t *rapid.T, o *ExploreOptions, sc *Scenario) {
 			f.Kind = sim.FaultDisconnect
 		}
 		restarted = restarted || f.Kind == sim.FaultRestart
-		if f.Kind != sim.FaultRestart {
+		if namesClient(f.Kind) {
 			f.Client = rapid.IntRange(1, sc.Clients).Draw(t, "fault_client")
 		}
-		switch f.Kind {
-		case sim.FaultDisconnect, sim.FaultPartition, sim.FaultPause, sim.FaultRestart:
+		drawServerOf(t, sc, &f.Fault)
+		if lasts(f.Kind) {
 			f.Duration = rapid.SampledFrom(faultDurations).Draw(t, "fault_for")
 		}
 		sc.Faults = append(sc.Faults, f)

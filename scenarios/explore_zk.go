@@ -35,6 +35,9 @@ func zkFaultKinds(kinds []sim.FaultKind) ([]sim.FaultKind, error) {
 	if slices.Contains(kinds, sim.FaultRestart) {
 		return nil, fmt.Errorf("explore: fault %s cannot be injected on a real server (zklab does not run it)", sim.FaultRestart)
 	}
+	if i := slices.IndexFunc(kinds, serverFault); i >= 0 {
+		return nil, fmt.Errorf("explore: fault %s cannot be injected on a real ensemble (zklab does not run its servers)", kinds[i])
+	}
 	return kinds, nil
 }
 

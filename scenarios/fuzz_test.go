@@ -38,6 +38,9 @@ func FuzzParse(f *testing.F) {
 		"recipe fair-lock\r\nclients 2\r\n",
 		"recipe fair-lock\nclients 2\nhold 2562047h47m16.854775807s\n",
 		"recipe fair-lock\nclients 2\nschedule 0*3 1\nschedule 2\n",
+		ensembleText,
+		"recipe fair-lock\nclients 2\nservers 5\nfault step=1 lag s5 for=0s\nfault at=0s lose-quorum for=24h0m0s\n",
+		"recipe fair-lock\nclients 2\nservers 2\nfault at=1s kill-leader for=1s\n",
 		"recipe rw-lock\nreaders c1 c2\nclients 2\ncycles 3\nthink 1.5s\nstore unfenced\nsession-timeout 4s\nseed 18446744073709551615\nfault step=3 drop-request c1\nfault at=0s restart for=1ms\nexpect run limit\nexpect herd.notifications -9223372036854775808\n",
 	} {
 		f.Add(text)

@@ -178,9 +178,12 @@ func Run(sc *Scenario, o RunOptions) (*Result, error) {
 		return nil, err
 	}
 	for _, f := range sc.Faults {
-		if f.Kind != sim.FaultRestart && (f.Client < 1 || f.Client > sc.Clients) {
+		if namesClient(f.Kind) && (f.Client < 1 || f.Client > sc.Clients) {
 			return nil, fmt.Errorf("scenario: fault %s names no client of %d", formatFault(f), sc.Clients)
 		}
+	}
+	if err := sc.checkEnsemble(); err != nil {
+		return nil, err
 	}
 	program, err := workloadFor(sc, o)
 	if err != nil {
@@ -260,6 +263,7 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string, pr
 	faults := slices.Clone(sc.Faults)
 	r.w = sim.New(sim.Config{
 		Seed:        sc.Seed,
+		Servers:     sc.Servers,
 		Strategy:    r.rec,
 		Trace:       r.obs,
 		KeepHistory: o.Znodes,

@@ -68,6 +68,9 @@ type Scenario struct {
 	// Clients is the number of clients, each with its own session and one
 	// workload task.
 	Clients int
+	// Servers is the ensemble's size: 0 or 1 for one server, 3 or 5
+	// (ensemble.go).
+	Servers int
 	// Cycles is how many times each client acquires, updates the store
 	// and releases.
 	Cycles int
@@ -143,7 +146,7 @@ const scheduleTokensPerLine = 16
 
 // singleKeys are the directives that appear at most once, in the order
 // Format writes them when the layout does not say.
-var singleKeys = append([]string{"recipe", "lock", "leases", "readers", "clients", "cycles", "hold", "think", "store", "session-timeout", "seed", "go-test", "workload"}, accessKeys...)
+var singleKeys = append([]string{"recipe", "lock", "leases", "readers", "clients", "servers", "cycles", "hold", "think", "store", "session-timeout", "seed", "go-test", "workload"}, accessKeys...)
 
 // render returns the canonical text of the directive key (index-th for
 // repeated ones), and whether the scenario has a value for it.
@@ -167,6 +170,8 @@ func (s *Scenario) render(key string, index int) ([]string, bool) {
 		return one(strings.Join(cs, " "), len(s.Readers) > 0)
 	case "clients":
 		return one(strconv.Itoa(s.Clients), s.Clients != 0)
+	case "servers":
+		return one(strconv.Itoa(s.Servers), s.Servers > 1)
 	case "cycles":
 		return one(strconv.Itoa(s.Cycles), s.Cycles != 0 && s.Cycles != defaultCycles)
 	case "hold":
@@ -220,6 +225,8 @@ func (s *Scenario) renderForced(key string, index int) []string {
 		return []string{"think " + s.Think.String()}
 	case "seed":
 		return []string{"seed 0"}
+	case "servers":
+		return []string{"servers " + strconv.Itoa(max(s.Servers, 1))}
 	}
 	return nil
 }
@@ -240,11 +247,13 @@ func formatFault(f sim.ScheduledFault) string {
 		fmt.Fprintf(&b, "at=%v", f.AtTime)
 	}
 	b.WriteString(" " + string(f.Kind))
-	if f.Kind != sim.FaultRestart {
+	if namesClient(f.Kind) {
 		fmt.Fprintf(&b, " c%d", f.Client)
 	}
-	switch f.Kind {
-	case sim.FaultDisconnect, sim.FaultPartition, sim.FaultPause, sim.FaultRestart:
+	if namesServer(f.Kind) {
+		fmt.Fprintf(&b, " s%d", f.Server)
+	}
+	if lasts(f.Kind) {
 		fmt.Fprintf(&b, " for=%v", f.Duration)
 	}
 	return b.String()
@@ -508,7 +517,7 @@ func Parse(name, text string) (*Scenario, error) {
 		fail(line, "%d clients × %d cycles is more lock cycles than a run may have (%d)", s.Clients, max(s.Cycles, defaultCycles), MaxLockCycles)
 	}
 	for i, f := range s.Faults {
-		if f.Kind != sim.FaultRestart && f.Client > s.Clients && s.Clients > 0 {
+		if namesClient(f.Kind) && f.Client > s.Clients && s.Clients > 0 {
 			fail(lineOf(s.layout, "fault", i), "fault on c%d, but there are %d clients", f.Client, s.Clients)
 		}
 	}
@@ -517,6 +526,7 @@ func Parse(name, text string) (*Scenario, error) {
 			fail(lineOf(s.layout, "readers", 0), "reader c%d, but there are %d clients", r, s.Clients)
 		}
 	}
+	s.checkServerFaults(fail)
 	s.checkAccess(fail, s.layout)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -567,6 +577,8 @@ func (s *Scenario) parseDirective(key, rest string) error {
 		}
 	case "clients":
 		return parseInt(rest, 1, MaxClients, &s.Clients)
+	case "servers":
+		return parseServers(rest, &s.Servers)
 	case "cycles":
 		return parseInt(rest, 1, MaxCycles, &s.Cycles)
 	case "hold":
@@ -658,7 +670,7 @@ func parseFault(rest string) (sim.ScheduledFault, error) {
 	var f sim.ScheduledFault
 	words := strings.Fields(rest)
 	if len(words) < 2 {
-		return f, errors.New("want: fault at=TIME|step=N KIND [cN] [for=DURATION]")
+		return f, errors.New("want: fault at=TIME|step=N KIND [cN|sN] [for=DURATION]")
 	}
 	when, val, _ := strings.Cut(words[0], "=")
 	switch when {
@@ -676,15 +688,15 @@ func parseFault(rest string) (sim.ScheduledFault, error) {
 		return f, fmt.Errorf("want at=TIME or step=N first, got %s", Cut(words[0]))
 	}
 	f.Kind = sim.FaultKind(words[1])
-	if !slices.Contains(sim.FaultKinds, f.Kind) {
+	if !slices.Contains(allFaultKinds(), f.Kind) {
 		var kinds []string
-		for _, k := range sim.FaultKinds {
+		for _, k := range allFaultKinds() {
 			kinds = append(kinds, string(k))
 		}
 		return f, fmt.Errorf("unknown fault kind %s (want one of %s)", Cut(words[1]), strings.Join(kinds, ", "))
 	}
 	rest2 := words[2:]
-	if f.Kind != sim.FaultRestart {
+	if namesClient(f.Kind) {
 		if len(rest2) == 0 {
 			return f, fmt.Errorf("%s needs a client, like c1", f.Kind)
 		}
@@ -693,8 +705,16 @@ func parseFault(rest string) (sim.ScheduledFault, error) {
 		}
 		rest2 = rest2[1:]
 	}
-	switch f.Kind {
-	case sim.FaultDisconnect, sim.FaultPartition, sim.FaultPause, sim.FaultRestart:
+	if namesServer(f.Kind) {
+		if len(rest2) == 0 || !strings.HasPrefix(rest2[0], "s") {
+			return f, fmt.Errorf("%s needs a server, like s1", f.Kind)
+		}
+		if err := parseServer(rest2[0], &f.Server); err != nil {
+			return f, err
+		}
+		rest2 = rest2[1:]
+	}
+	if lasts(f.Kind) {
 		if len(rest2) != 1 || !strings.HasPrefix(rest2[0], "for=") {
 			return f, fmt.Errorf("%s needs for=DURATION", f.Kind)
 		}

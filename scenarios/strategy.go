@@ -59,19 +59,24 @@ func drawAimedFaults(t *rapid.T, o *ExploreOptions, sc *Scenario, seen *Coverage
 	if o.MaxFaults == 0 {
 		return nil
 	}
+	kinds := faultKindsFor(o, sc)
+	if len(kinds) == 0 {
+		return nil
+	}
 	n := rapid.IntRange(1, o.MaxFaults).Draw(t, "faults")
 	restarted := false
 	var out []phaseFault
 	for range n {
 		var f phaseFault
-		f.Kind = rapid.SampledFrom(o.Faults).Draw(t, "fault_kind")
+		f.Kind = rapid.SampledFrom(kinds).Draw(t, "fault_kind")
 		if f.Kind == sim.FaultRestart && restarted {
 			f.Kind = sim.FaultDisconnect // one restart a run, as drawFaults says
 		}
 		restarted = restarted || f.Kind == sim.FaultRestart
+		// A server fault too is aimed at a phase of a client's.
 		f.Client = rapid.IntRange(1, sc.Clients).Draw(t, "fault_client")
-		switch f.Kind {
-		case sim.FaultDisconnect, sim.FaultPartition, sim.FaultPause, sim.FaultRestart:
+		drawServerOf(t, sc, &f.Fault)
+		if lasts(f.Kind) {
 			f.Duration = rapid.SampledFrom(faultDurations).Draw(t, "fault_for")
 		}
 		// Each phase weighs from 1 to aimWeightMax, in inverse proportion

@@ -132,6 +132,9 @@ func runOnZK(sc *Scenario, o RunOptions, ctor Constructor, lockKind string, prog
 		if f.Kind == sim.FaultRestart {
 			return nil, fmt.Errorf("scenario: fault %s: a real server's restart is not in zklab's hands; run it on the simulator", formatFault(f))
 		}
+		if serverFault(f.Kind) {
+			return nil, fmt.Errorf("scenario: fault %s: a real ensemble's servers are not in zklab's hands; run it on the simulator", formatFault(f))
+		}
 	}
 	if len(sc.Access.Addresses) > 0 {
 		return nil, fmt.Errorf("scenario: addresses run on the simulator only: a real server sees every client of a run at the proxies' address")

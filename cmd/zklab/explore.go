@@ -23,7 +23,7 @@ func init() {
                      [--runs N | --time D] [--seed S] [--strategy S] [--depth D]
                      [--store fenced|unfenced] [--leases N] [--out DIR] [--shard K/N]
                      [--json] [--shrink-time D] [--session-timeout D] [--parallel N]
-                     [--corpus DIR] [--zk HOST:PORT[,...]]
+                     [--corpus DIR] [--zk HOST:PORT[,...]] [--servers LIST]
 
 Runs the recipe's workload (acquire, read and write a protected store,
 release) under drawn fault schedules and scheduling decisions, and checks
@@ -59,7 +59,16 @@ a kept run that fails now is reported at once. A nightly job that keeps
 DIR builds on the last night's.
 
 Fault kinds: drop-request, drop-reply, disconnect, partition, pause,
-crash, expire, restart (default: all; "none" for none).
+crash, expire, restart (default: all; "none" for none); on an ensemble
+also lag, crash-server, partition-server, isolate-leader, kill-leader,
+lose-quorum.
+
+--servers LIST runs every schedule on an ensemble: --servers 3 on 3
+servers, --servers 1,3 draws the size for each schedule (shrinking
+towards the first). Each size is 1, 3 or 5; the default, 1, is the
+standalone server, explored exactly as without the flag. With a size
+above 1 the default fault kinds include the ensemble's, drawn only for
+schedules of more than one server.
 
 With --zk the runs go to a real ZooKeeper, each client through a local
 fault proxy: every fault kind but restart (zklab does not run the
@@ -96,7 +105,12 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	corpus := fs.String("corpus", "", "keep the runs that reach something new in this directory, and start from them")
 	parallel := fs.Int("parallel", 0, "schedules run at once (default: GOMAXPROCS)")
 	zkServers := fs.String("zk", "", "explore on a real ZooKeeper at HOST:PORT[,HOST:PORT...] instead of the simulator")
+	serverList := fs.String("servers", "1", "ensemble sizes a schedule runs on, comma-separated: 1, 3 or 5 each")
 	if err := parseFlags(fs, c, args, stdout); err != nil {
+		return err
+	}
+	sizes, err := parseServerSizes(*serverList)
+	if err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -127,6 +141,9 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := checkServerKinds(kinds, sizes, *zkServers != ""); err != nil {
+		return err
+	}
 	k, n, err := parseShard(*shard)
 	if err != nil {
 		return err
@@ -146,6 +163,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		Runs: *runs, Time: *budget, Strategy: *strategy, Depth: *depth,
 		Store: scenarios.StoreKind(*store), Dir: *out, ShrinkTime: *shrinkTime, Leases: *leases,
 		SessionTimeout: *sessionTimeout, Parallel: *parallel, Corpus: *corpus,
+		Servers: sizes,
 		// Shard k of n explores seeds n*seed+k-1: the shards of one seed
 		// never repeat each other's schedules.
 		Seed: *seed*uint64(n) + uint64(k-1),
@@ -171,7 +189,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	if *asJSON {
 		return printExploreJSON(stdout, o, res)
 	}
-	faults := "faults " + joinKinds(sim.FaultKinds)
+	faults := "faults " + joinKinds(scenarios.ExploredFaultKinds(sizes))
 	if servers != nil {
 		return printExploreZK(stdout, o, *seed, k, n, kinds, res)
 	}
@@ -180,6 +198,9 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		faults = "no faults"
 	case len(kinds) > 0:
 		faults = "faults " + joinKinds(kinds)
+	}
+	if sizes != nil {
+		faults += ", " + serverSizesText(sizes)
 	}
 	fmt.Fprintf(stdout, "explored %s of %s (%s strategy, %s, seed %d, shard %d/%d): %d simulator steps\n",
 		scenarios.Plural(res.Runs, "schedule"), *recipe, *strategy, faults, *seed, k, n, res.Steps)
@@ -190,7 +211,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		// What "no violation" covered; a violation speaks for itself
 		// (--json has the coverage either way).
 		if res.Coverage != nil {
-			fmt.Fprint(stdout, res.Coverage.Text(coveredKinds(kinds)))
+			fmt.Fprint(stdout, res.Coverage.Text(coveredKinds(kinds, sizes)))
 		}
 		fmt.Fprintln(stdout, "no violation")
 		return nil
@@ -212,6 +233,9 @@ func printExploreJSON(w io.Writer, o scenarios.ExploreOptions, res *scenarios.Ex
 		"violations":           0,
 		"elapsed_wall_seconds": res.Elapsed.Seconds(),
 	}
+	if o.Servers != nil {
+		obj["servers"] = o.Servers
+	}
 	if o.ZK != nil {
 		delete(obj, "strategy")
 		delete(obj, "steps")
@@ -224,7 +248,7 @@ func printExploreJSON(w io.Writer, o scenarios.ExploreOptions, res *scenarios.Ex
 	if res.Coverage != nil {
 		obj["coverage"] = map[string]any{
 			"runs": res.Coverage.Runs, "faults": res.Coverage.Faults, "events": res.Coverage.Events,
-			"never_reached": res.Coverage.Never(coveredKinds(o.Faults)),
+			"never_reached": res.Coverage.Never(coveredKinds(o.Faults, o.Servers)),
 		}
 	}
 	if res.Failure != nil {
@@ -306,8 +330,8 @@ func parseFaultKinds(list string) ([]sim.FaultKind, error) {
 	}
 	for _, f := range items {
 		k := sim.FaultKind(f)
-		if !slices.Contains(sim.FaultKinds, k) {
-			return nil, usagef("--faults: unknown fault kind %s (known: %s)", scenarios.Cut(f), joinKinds(sim.FaultKinds))
+		if !slices.Contains(sim.FaultKinds, k) && !slices.Contains(sim.ServerFaultKinds, k) {
+			return nil, usagef("--faults: unknown fault kind %s (known: %s; on an ensemble %s)", scenarios.Cut(f), joinKinds(sim.FaultKinds), joinKinds(sim.ServerFaultKinds))
 		}
 		kinds = append(kinds, k)
 	}
@@ -386,9 +410,66 @@ func exploreProgressLine(p scenarios.ExploreProgress) string {
 
 // coveredKinds are the fault kinds an exploration drew from: all of them
 // for nil.
-func coveredKinds(kinds []sim.FaultKind) []sim.FaultKind {
+func coveredKinds(kinds []sim.FaultKind, servers []int) []sim.FaultKind {
 	if kinds == nil {
-		return sim.FaultKinds
+		return scenarios.ExploredFaultKinds(servers)
 	}
 	return kinds
+}
+
+// parseServerSizes parses --servers: nil for the standalone server
+// alone, so that the exploration draws exactly what it always drew.
+func parseServerSizes(list string) ([]int, error) {
+	items, err := splitFlagList("servers", list)
+	if err != nil {
+		return nil, err
+	}
+	var sizes []int
+	for _, item := range items {
+		n, err := strconv.Atoi(item)
+		if err != nil {
+			return nil, usagef("--servers: want sizes like 3 or 1,3, got %s", scenarios.Cut(item))
+		}
+		if err := scenarios.ValidServers(n); err != nil {
+			return nil, usagef("--servers: %v", err)
+		}
+		if slices.Contains(sizes, n) {
+			return nil, usagef("--servers: %d given twice", n)
+		}
+		sizes = append(sizes, n)
+	}
+	if len(sizes) == 1 && sizes[0] == 1 {
+		return nil, nil
+	}
+	return sizes, nil
+}
+
+// serverSizesText says what an exploration ran on: "3 servers", or "1 or
+// 3 servers" when it drew the size.
+func serverSizesText(sizes []int) string {
+	var s []string
+	for _, n := range sizes {
+		s = append(s, strconv.Itoa(n))
+	}
+	return strings.Join(s, " or ") + " servers"
+}
+
+// checkServerKinds refuses the ensemble's fault kinds where no schedule
+// has an ensemble, and on a real server.
+func checkServerKinds(kinds []sim.FaultKind, sizes []int, real bool) error {
+	for _, k := range kinds {
+		if !slices.Contains(sim.ServerFaultKinds, k) {
+			continue
+		}
+		if real {
+			return usagef("--faults: %s cannot be injected on a real ensemble (zklab does not run its servers)", k)
+		}
+		if sizes == nil {
+			return usagef("--faults: %s strikes an ensemble: add --servers 3", k)
+		}
+	}
+	if real && sizes != nil {
+		return usagef("--servers is for the simulator: with --zk the ensemble is the one named")
+	}
+	return nil
 }

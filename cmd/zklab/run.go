@@ -19,7 +19,7 @@ func init() {
 		name:    "run",
 		summary: "replay a scenario file: its timeline and the verdict of every check",
 		usage: `Usage: zklab run FILE|DIR|NAME [--seed N] [--html OUT] [--json] [--trace] [--junit OUT]
-                 [--zk HOST:PORT[,...]]
+                 [--zk HOST:PORT[,...]] [--servers N]
 
 Replays a scenario (a file, or a scenario of the library by name: see
 'zklab scenarios') on the simulator, byte for byte as it was recorded, and
@@ -27,7 +27,9 @@ prints the workload's timeline and the verdict of every check. --html
 writes a self-contained report: a swimlane timeline beside porcupine's
 view of the histories. --trace prints the simulator's full trace. Given
 a directory, it runs every *.scenario file in it, one line each. --junit
-writes a JUnit XML report of what ran, for CI systems.
+writes a JUnit XML report of what ran, for CI systems. --servers N runs
+it on an ensemble of N servers (1, 3 or 5) instead of the file's
+"servers" line (one server when it has none).
 
 With --zk the same workload and faults run on a real ZooKeeper instead,
 each client through a local fault proxy. The server and the network
@@ -91,6 +93,7 @@ type runFlags struct {
 	trace   bool
 	zk      string
 	junit   string
+	servers int // 0: the file's
 }
 
 func runRun(args []string, stdout, stderr io.Writer) error {
@@ -103,9 +106,15 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&f.trace, "trace", false, "print the simulator's full trace")
 	fs.StringVar(&f.zk, "zk", "", "run on a real ZooKeeper at HOST:PORT[,HOST:PORT...] instead of the simulator")
 	fs.StringVar(&f.junit, "junit", "", "write a JUnit XML report of the run (or of every scenario of DIR) to this file")
+	fs.IntVar(&f.servers, "servers", 0, "run on an ensemble of this many servers (1, 3 or 5) instead of the file's")
 	args, err := interleaved(fs, c, args, stdout)
 	if err != nil {
 		return err
+	}
+	if serversSet(fs) {
+		if err := scenarios.ValidServers(f.servers); err != nil {
+			return usagef("--servers: %v", err)
+		}
 	}
 	if len(args) != 1 {
 		return usagef("want one scenario file, directory or name, got %d arguments", len(args))
@@ -233,6 +242,9 @@ func runOne(arg string, f runFlags, stdout, stderr io.Writer) runOutcome {
 	}
 	if f.seed != 0 {
 		sc.Seed = f.seed
+	}
+	if f.servers != 0 {
+		sc.Servers = f.servers
 	}
 	var res *scenarios.Result
 	if f.zk != "" {
@@ -490,4 +502,11 @@ func runScenarios(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "%-26s %s\n", e.Name, e.Summary)
 	}
 	return nil
+}
+
+// serversSet reports whether --servers was given.
+func serversSet(fs *flag.FlagSet) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "servers" })
+	return set
 }
