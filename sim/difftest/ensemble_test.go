@@ -161,6 +161,9 @@ func setOp(p, data string) func(context.Context, recipes.Conn) string {
 	}
 }
 
+// setDataOp sets p's data to "x".
+func setDataOp(p string) func(context.Context, recipes.Conn) string { return setOp(p, "x") }
+
 func getOp(p string) func(context.Context, recipes.Conn) string {
 	return func(ctx context.Context, c recipes.Conn) string {
 		d, _, err := c.Get(ctx, p)
@@ -252,7 +255,12 @@ var ensembleCases = []struct {
 	{"SyncedReadsOnEveryServer", caseSyncedReads},
 	{"WatchesOnFollowers", caseWatchesOnFollowers},
 	{"FollowerCrashed", caseFollowerCrashed},
-	{"SessionMoved", caseSessionMoved},
+	{"SessionMovedThenReadOnTheOldFollower", caseSessionMovedThen("/mv1", false, "get", `data=""`, getOp)},
+	{"SessionMovedThenSyncOnTheOldFollower", caseSessionMovedThen("/mv2", false, "sync", "ok", syncOp)},
+	{"SessionMovedThenWriteOnTheOldFollower", caseSessionMovedThen("/mv3", false, "set", "err=zk: connection closed", setDataOp)},
+	{"SessionMovedThenReadOnTheOldLeader", caseSessionMovedThen("/mv4", true, "get", "err=zk: connection closed", getOp)},
+	{"SessionMovedThenSyncOnTheOldLeader", caseSessionMovedThen("/mv5", true, "sync", "err=zk: connection closed", syncOp)},
+	{"SessionMovedThenWriteOnTheOldLeader", caseSessionMovedThen("/mv6", true, "set", "err=zk: connection closed", setDataOp)},
 	{"LeaderKilled", caseLeaderKilled},
 	{"QuorumLostAndRegained", caseQuorumLost},
 }
@@ -377,33 +385,50 @@ func caseFollowerCrashed(r *ensembleRun) {
 }
 
 // A session moved: a second connection attaches the client's session on
-// the other follower (the session moves there). On the old connection a
-// read is still served (the follower answers it locally); a write is
-// refused by the leader with SessionMoved, which ZooKeeper 3.8 does not
-// reply: the old server closes the connection, and go-zookeeper reports
-// ErrConnectionClosed; the write is not applied. The client reconnects
-// and takes its session back: same id, its ephemeral node kept.
-func caseSessionMoved(r *ensembleRun) {
-	l := r.leader()
-	f := followers(l)
-	c := r.dial(10*time.Second, f[0])
-	r.expect(c, "create /mv", "ok", createOp("/mv", "", 0))
-	r.expect(c, "create /mv-eph ephemeral", "ok", createOp("/mv-eph", "", zk.FlagEphemeral))
-	before := r.session(c)
-	detach, err := r.b.Attach(c, f[1])
-	if errors.Is(err, errNotModelled) {
-		r.t.Skip(err)
+// a follower, and the session moves there (the leader records the new
+// owner). Then one request goes on the old connection, to a follower or
+// to the leader:
+//   - on the old follower, a read and a sync are answered: the follower
+//     serves the read locally, and forwards the sync to the leader, which
+//     does not check who owns the session for it;
+//   - a write, on either, and a read or a sync on the old leader, are
+//     refused by the leader with SessionMoved, which ZooKeeper 3.8 does
+//     not reply: the old server closes the connection, go-zookeeper
+//     reports ErrConnectionClosed (not ErrSessionMoved), and a refused
+//     write is not applied.
+//
+// The client reconnects and takes its session back: same id, its
+// ephemeral node kept, and it writes again.
+func caseSessionMovedThen(root string, onLeader bool, what, want string, op func(string) func(context.Context, recipes.Conn) string) func(r *ensembleRun) {
+	return func(r *ensembleRun) {
+		l := r.leader()
+		f := followers(l)
+		from, to := f[0], f[1]
+		if onLeader {
+			from = l
+		}
+		c := r.dial(10*time.Second, from)
+		r.expect(c, "create "+root, "ok", createOp(root, "", 0))
+		r.expect(c, "create "+root+"/eph ephemeral", "ok", createOp(root+"/eph", "", zk.FlagEphemeral))
+		before := r.session(c)
+		detach, err := r.b.Attach(c, to)
+		if errors.Is(err, errNotModelled) {
+			r.t.Skip(err)
+		}
+		if err != nil {
+			r.t.Fatalf("attaching the session on s%d: %v", to, err)
+		}
+		defer detach()
+		closed := "err=" + zk.ErrConnectionClosed.Error()
+		r.expect(c, what+" on the old connection", want, op(root))
+		if want != closed {
+			r.expect(c, "create "+root+"/w on the old connection", closed, createOp(root+"/w", "", 0))
+		}
+		r.expect(c, "reconnected", "session kept=true", reconnectedOp(before))
+		r.expect(c, "exists "+root+"/w", "exists=false", existsOp(root+"/w"))
+		r.expect(c, "exists "+root+"/eph", "exists=true", existsOp(root+"/eph"))
+		r.expect(c, "create "+root+"/back", "ok", createOp(root+"/back", "", 0))
 	}
-	if err != nil {
-		r.t.Fatalf("attaching the session on s%d: %v", f[1], err)
-	}
-	defer detach()
-	r.expect(c, "get /mv on the old connection", `data=""`, getOp("/mv"))
-	r.expect(c, "create /mv/w on the old connection", "err="+zk.ErrConnectionClosed.Error(), createOp("/mv/w", "", 0))
-	r.expect(c, "reconnected", "session kept=true", reconnectedOp(before))
-	r.expect(c, "exists /mv/w", "exists=false", existsOp("/mv/w"))
-	r.expect(c, "exists /mv-eph", "exists=true", existsOp("/mv-eph"))
-	r.expect(c, "create /mv/back", "ok", createOp("/mv/back", "", 0))
 }
 
 // The leader killed: a new leader; a client on a surviving follower keeps
