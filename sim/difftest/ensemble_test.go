@@ -55,6 +55,9 @@ type ensembleBackend interface {
 	// Heal waits until every crashed server's time is up, starts it
 	// again, and waits until every server serves with one leader.
 	Heal() error
+	// Disconnect closes client c's connection and keeps it from every
+	// server for d (sim.FaultDisconnect).
+	Disconnect(c int, d time.Duration) error
 	// Silence cuts client c off from every server for good without
 	// closing its session, as when its process hangs.
 	Silence(c int) error
@@ -254,6 +257,7 @@ var ensembleCases = []struct {
 }{
 	{"SyncedReadsOnEveryServer", caseSyncedReads},
 	{"WatchesOnFollowers", caseWatchesOnFollowers},
+	{"WatchesSetAgainAfterReconnect", caseWatchesSetAgain},
 	{"FollowerCrashed", caseFollowerCrashed},
 	{"SessionMovedThenReadOnTheOldFollower", caseSessionMovedThen("/mv1", false, "get", `data=""`, getOp)},
 	{"SessionMovedThenSyncOnTheOldFollower", caseSessionMovedThen("/mv2", false, "sync", "ok", syncOp)},
@@ -355,6 +359,66 @@ func caseWatchesOnFollowers(r *ensembleRun) {
 		r.expect(c, "get /wt after the event", `data="1"`, getOp("/wt"))
 		r.expect(c, "children /wt after the event", `children=["k"]`, childrenOp("/wt"))
 	}
+}
+
+// Watches set again on reconnection: a client of both followers watches
+// /ra's data and /rb's existence (it does not exist), and is kept off
+// every server for 3 s. Meanwhile /ra is set, and /rb created and
+// deleted, through the leader. The client reconnects, to either
+// follower, and sends SetWatches with its last zxid: /ra's change fires
+// (the server compares the node's mzxid), /rb's creation and deletion
+// are missed (it does not exist now: the watch is set again, silently;
+// the Programmer's Guide's gotcha), and the next creation of /rb fires.
+func caseWatchesSetAgain(r *ensembleRun) {
+	l := r.leader()
+	f := followers(l)
+	w := r.dial(10*time.Second, l)
+	c := r.dial(10*time.Second, f[0], f[1])
+	r.expect(w, "create /ra", "ok", createOp("/ra", "0", 0))
+	var ra, rb <-chan zk.Event
+	r.expect(c, "sync, getW /ra", `data="0"`, func(ctx context.Context, conn recipes.Conn) string {
+		if _, err := conn.Sync(ctx, "/ra"); err != nil {
+			return errText(err)
+		}
+		d, _, ch, err := conn.GetW(ctx, "/ra")
+		if err != nil {
+			return errText(err)
+		}
+		ra = ch
+		return dataText(d)
+	})
+	r.expect(c, "existsW /rb", "exists=false", func(ctx context.Context, conn recipes.Conn) string {
+		ok, _, ch, err := conn.ExistsW(ctx, "/rb")
+		if err != nil {
+			return errText(err)
+		}
+		rb = ch
+		return fmt.Sprintf("exists=%v", ok)
+	})
+	before := r.session(c)
+	if err := r.b.Disconnect(c, 3*time.Second); err != nil {
+		r.t.Fatal(err)
+	}
+	r.expect(w, "set /ra 1", "ok", setOp("/ra", "1"))
+	r.expect(w, "create /rb", "ok", createOp("/rb", "", 0))
+	r.expect(w, "delete /rb", "ok", func(ctx context.Context, conn recipes.Conn) string { return errText(conn.Delete(ctx, "/rb", -1)) })
+	r.expect(c, "reconnected", "session kept=true", reconnectedOp(before))
+	waitEvent := func(ch <-chan zk.Event, d time.Duration) func(context.Context, recipes.Conn) string {
+		return func(ctx context.Context, conn recipes.Conn) string {
+			wctx, cancel := conn.WithTimeout(ctx, d)
+			defer cancel()
+			ev, err := conn.Wait(wctx, ch)
+			if err != nil {
+				return errText(err)
+			}
+			return fmt.Sprintf("%v %s", ev.Type, ev.Path)
+		}
+	}
+	r.expect(c, "/ra's watch", "EventNodeDataChanged /ra", waitEvent(ra, ensembleEventMax))
+	r.expect(c, "get /ra", `data="1"`, getOp("/ra"))
+	r.expect(c, "/rb's watch, within 2 s", "deadline", waitEvent(rb, 2*time.Second))
+	r.expect(w, "create /rb again", "ok", createOp("/rb", "", 0))
+	r.expect(c, "/rb's watch", "EventNodeCreated /rb", waitEvent(rb, ensembleEventMax))
 }
 
 // A follower crashed: its client moves to the other server of its connect
@@ -618,6 +682,14 @@ func (b *realEnsemble) Heal() error {
 	}
 	_, err := b.e.WaitLeader(90 * time.Second)
 	return err
+}
+
+func (b *realEnsemble) Disconnect(c int, d time.Duration) error {
+	for _, p := range b.client(c).proxies {
+		p.Blackhole(d) // first, so that the reconnect meets it
+		p.CloseConns()
+	}
+	return nil
 }
 
 func (b *realEnsemble) Silence(c int) error {
