@@ -24,15 +24,25 @@ func crashedHolder(t *testing.T, b backend, name string) (bool, []string) {
 	e := b.open(t, 37)
 	const dir = "/locks/crash"
 	hc, wc := e.Conn(t), e.Conn(t)
+	var holds atomic.Bool
 	e.Go(hc, "holder", func(ctx context.Context) {
 		if _, err := r.New(hc, dir, recipes.Options{}).Acquire(ctx); err != nil {
 			t.Errorf("holder: %v", err)
 		}
+		holds.Store(true)
 		hc.Sleep(ctx, time.Hour) // ended by the crash
 	})
 	got := false
 	e.Go(wc, "next", func(ctx context.Context) {
 		wc.Sleep(ctx, 500*time.Millisecond)
+		// On a loaded machine the holder's acquire may outlast the head
+		// start: the crash waits for it.
+		for i := 0; !holds.Load(); i++ {
+			if i == 400 || wc.Sleep(ctx, 20*time.Millisecond) != nil {
+				t.Error("the holder never held the lock")
+				return
+			}
+		}
 		e.Inject(hc, sim.FaultCrash, 0)
 		actx, cancel := within(wc, 5*sessionTimeout)
 		defer cancel()
@@ -160,7 +170,14 @@ func vanishingPredecessor(t *testing.T, b backend, name, watchOp string) bool {
 		held.Store(lease)
 	})
 	e.Go(wc, "waiter", func(ctx context.Context) {
-		wc.Sleep(ctx, 100*time.Millisecond)
+		// The waiter comes second: on a loaded machine the holder's
+		// acquire may take longer than any fixed head start.
+		for i := 0; held.Load() == nil; i++ {
+			if i == 400 || wc.Sleep(ctx, 20*time.Millisecond) != nil {
+				t.Error("the holder never held the lock")
+				return
+			}
+		}
 		wc.before = func(_ int, op string) {
 			if lease := held.Load(); op == watchOp && lease != nil {
 				// The holder releases between the listing and the watch.

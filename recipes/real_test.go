@@ -77,8 +77,10 @@ const (
 )
 
 type realEnv struct {
-	t     *testing.T
-	srv   *zktest.Server
+	t *testing.T
+	// dial connects the env's next client through a proxy of its own,
+	// waits for its session and closes it at the end of t.
+	dial  func(t *testing.T) (*zkconn.Conn, *zktest.Proxy)
 	admin *zkconn.Conn // makes and removes the namespace
 	root  string       // the namespace: every path of the env lies under it
 
@@ -104,8 +106,17 @@ type realClient struct {
 
 func openReal(t *testing.T, _ uint64) env {
 	srv := zktest.Shared(t)
-	admin := srv.Dial(t, sessionTimeout)
-	e := &realEnv{t: t, srv: srv, admin: admin, root: "/zklab-recipes-" + admin.GUID()[:16], clients: map[recipes.Conn]*realClient{}}
+	dial := func(t *testing.T) (*zkconn.Conn, *zktest.Proxy) {
+		p := zktest.NewProxy(t, srv.Addr)
+		return srv.Dial(t, sessionTimeout, zkconn.WithDialer(p.Dialer())), p
+	}
+	return newRealEnv(t, srv.Dial(t, sessionTimeout), dial)
+}
+
+// newRealEnv makes an env whose namespace admin makes and removes, and
+// whose clients dial makes.
+func newRealEnv(t *testing.T, admin *zkconn.Conn, dial func(t *testing.T) (*zkconn.Conn, *zktest.Proxy)) *realEnv {
+	e := &realEnv{t: t, dial: dial, admin: admin, root: "/zklab-recipes-" + admin.GUID()[:16], clients: map[recipes.Conn]*realClient{}}
 	if _, err := admin.Create(context.Background(), e.root, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatalf("making the namespace %s: %v", e.root, err)
 	}
@@ -119,8 +130,7 @@ func openReal(t *testing.T, _ uint64) env {
 // Conn dials a client through a proxy of its own and waits for its
 // session. Its close (at the end of t) closes its session.
 func (e *realEnv) Conn(t *testing.T) recipes.Conn {
-	p := zktest.NewProxy(t, e.srv.Addr)
-	c := e.srv.Dial(t, sessionTimeout, zkconn.WithDialer(p.Dialer()))
+	c, p := e.dial(t)
 	ctx, cancel := context.WithCancel(e.ctx)
 	rc := &realClient{conn: c, proxy: p, ctx: ctx, cancel: cancel}
 	rc.ns = &nsConn{Conn: c, root: e.root, watches: &e.watches}

@@ -42,8 +42,9 @@ func requireTools(t *testing.T, paths ...string) {
 
 // goZookeeperMultiServer are the tests of go-zookeeper v1.0.4's suite
 // that start a three-server ensemble (StartTestCluster(t, 3, ...)):
-// zklab serve is one standalone server, so they wait for the ensemble
-// work. The two Reconfig tests also skip unless ZK_VERSION is set.
+// zklab serve is one standalone server, so they run against real
+// ensembles only (TestYardstickGoZookeeperEnsemble). The two Reconfig
+// tests also skip unless ZK_VERSION is set.
 var goZookeeperMultiServer = []string{
 	"TestIntegration_BasicCluster",
 	"TestIntegration_ClientClusterFailover",

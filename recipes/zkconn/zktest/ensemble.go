@@ -97,18 +97,70 @@ func StartEnsemble(t testing.TB, n int) *Ensemble {
 		t.Fatalf("zktest: an ensemble of %d servers: want 3 or 5", n)
 	}
 	requireInstall(t)
+	e, err := startEnsembleAttempts(t, t.TempDir(), n)
+	if err != nil {
+		t.Fatalf("zktest: %v", err)
+	}
+	t.Cleanup(e.close)
+	return e
+}
+
+var sharedEnsemble struct {
+	once sync.Once
+	e    *Ensemble
+	err  error
+	dir  string
+}
+
+// SharedEnsemble gives the test the package's one shared three-server
+// ensemble, started at the first call and stopped by Main (or, without
+// Main, killed when the test binary exits): one ensemble's start for the
+// whole test binary. Tests that share it must keep to their own paths and
+// leave its servers as they found them (a test that kills, pauses or
+// partitions servers starts its own with StartEnsemble).
+func SharedEnsemble(t testing.TB) *Ensemble {
+	t.Helper()
+	requireInstall(t)
+	sharedEnsemble.once.Do(func() {
+		sharedEnsemble.dir, sharedEnsemble.err = os.MkdirTemp("", "zktest-ensemble-")
+		if sharedEnsemble.err != nil {
+			return
+		}
+		sharedEnsemble.e, sharedEnsemble.err = startEnsembleAttempts(nil, sharedEnsemble.dir, 3)
+	})
+	if sharedEnsemble.err != nil {
+		t.Fatalf("zktest: the shared ensemble: %v", sharedEnsemble.err)
+	}
+	return sharedEnsemble.e
+}
+
+// stopSharedEnsemble stops the shared ensemble, if one was started.
+func stopSharedEnsemble() {
+	if sharedEnsemble.e != nil {
+		sharedEnsemble.e.close()
+	}
+	if sharedEnsemble.dir != "" {
+		os.RemoveAll(sharedEnsemble.dir)
+	}
+}
+
+// startEnsembleAttempts starts n servers under dir, trying again (in a
+// fresh directory, on fresh ports) when a start fails. t is the test the
+// ensemble belongs to, nil for the shared one.
+func startEnsembleAttempts(t testing.TB, dir string, n int) (*Ensemble, error) {
 	var errs []error
 	for attempt := range startAttemptsMax {
-		e, err := startEnsemble(t, filepath.Join(t.TempDir(), fmt.Sprintf("ensemble%d", attempt)), n)
+		e, err := startEnsemble(t, filepath.Join(dir, fmt.Sprintf("ensemble%d", attempt)), n)
 		if err == nil {
-			return e
+			return e, nil
 		}
 		errs = append(errs, err)
 	}
-	t.Fatalf("zktest: starting an ensemble of %d: %v", n, errors.Join(errs...))
-	return nil
+	return nil, fmt.Errorf("starting an ensemble of %d: %w", n, errors.Join(errs...))
 }
 
+// startEnsemble starts n servers under dir; on an error every process it
+// started is stopped. The caller closes the ensemble.
 func startEnsemble(t testing.TB, dir string, n int) (*Ensemble, error) {
 	e := &Ensemble{t: t, dir: dir}
 	type ports struct{ client, quorum, election int }
@@ -156,7 +208,6 @@ func startEnsemble(t testing.TB, dir string, n int) (*Ensemble, error) {
 		}
 		e.Members = append(e.Members, m)
 	}
-	t.Cleanup(e.stopAll) // registered first: a failure below still stops every process
 	for _, m := range e.Members {
 		if err := m.launch(); err != nil {
 			e.stopAll()
@@ -172,9 +223,24 @@ func startEnsemble(t testing.TB, dir string, n int) (*Ensemble, error) {
 		return nil, err
 	}
 	for _, m := range e.Members {
-		m.Proxy = NewProxy(t, m.Addr)
+		p, err := StartProxy(m.Addr)
+		if err != nil {
+			e.close()
+			return nil, err
+		}
+		m.Proxy = p
 	}
 	return e, nil
+}
+
+// close stops every server and closes the members' proxies.
+func (e *Ensemble) close() {
+	e.stopAll()
+	for _, m := range e.Members {
+		if m.Proxy != nil {
+			m.Proxy.Close()
+		}
+	}
 }
 
 func ensembleHost(id int) string { return fmt.Sprintf("127.0.0.%d", ensembleHostBase+id) }
@@ -199,6 +265,9 @@ func (e *Ensemble) all() []int {
 // Member returns server id (1..n); another id fails the test.
 func (e *Ensemble) Member(id int) *Member {
 	if id < 1 || id > len(e.Members) {
+		if e.t == nil { // the shared ensemble: no one test to fail
+			panic(fmt.Sprintf("zktest: no server %d in an ensemble of %d", id, len(e.Members)))
+		}
 		e.t.Fatalf("zktest: no server %d in an ensemble of %d", id, len(e.Members))
 	}
 	return e.Members[id-1]

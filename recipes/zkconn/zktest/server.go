@@ -125,10 +125,12 @@ func Shared(t testing.TB) *Server {
 	return shared.s
 }
 
-// Main runs the package's tests (m.Run) and then stops the shared server:
-// call it from TestMain as os.Exit(zktest.Main(m)).
+// Main runs the package's tests (m.Run) and then stops the shared server
+// and the shared ensemble: call it from TestMain as
+// os.Exit(zktest.Main(m)).
 func Main(m *testing.M) int {
 	code := m.Run()
+	stopSharedEnsemble()
 	if shared.s != nil {
 		shared.s.Stop()
 	}

@@ -125,41 +125,13 @@ func withLengthPrefix(body []byte) []byte {
 // session timeout (the server clamps it), so that a session left attached
 // by a failure part way lives about that long.
 func ExpireSession(server string, id int64, passwd []byte, timeout time.Duration) error {
-	if timeout <= 0 {
-		return fmt.Errorf("zktest: expire session %#x on %s: timeout %v is not positive", id, server, timeout)
-	}
-	if id == 0 {
-		return fmt.Errorf("zktest: expire session on %s: session id 0 names no session", server)
-	}
-	if len(passwd) > passwdBytesMax {
-		return fmt.Errorf("zktest: expire session %#x on %s: password of %d bytes", id, server, len(passwd))
-	}
-	fail := func(what string, err error) error {
-		return fmt.Errorf("zktest: expire session %#x on %s: %s: %w", id, server, what, err)
-	}
-	deadline := time.Now().Add(timeout)
-	conn, err := net.DialTimeout("tcp", server, timeout)
+	conn, err := attachSession("expire", server, id, passwd, timeout)
 	if err != nil {
-		return fail("dial", err)
+		return err
 	}
 	defer conn.Close()
-	if err := conn.SetDeadline(deadline); err != nil {
-		return fail("set deadline", err)
-	}
-	timeoutMs := int32(min(timeout.Milliseconds(), math.MaxInt32))
-	if _, err := conn.Write(connectRequestFrame(timeoutMs, id, passwd)); err != nil {
-		return fail("send connect request", err)
-	}
-	f, err := readFrameMax(conn, connectResponseBytesMax)
-	if err != nil {
-		return fail("read connect response", err)
-	}
-	r, err := parseConnectResponse(f[4:])
-	if err != nil {
-		return fail("read connect response", err)
-	}
-	if r.sessionID != id || r.timeoutMs <= 0 {
-		return fail(fmt.Sprintf("attach (answered session %#x, timeout %d ms)", r.sessionID, r.timeoutMs), ErrSessionGone)
+	fail := func(what string, err error) error {
+		return fmt.Errorf("zktest: expire session %#x on %s: %s: %w", id, server, what, err)
 	}
 	if _, err := conn.Write(requestHeaderFrame(xidCloseSession, opCloseSession)); err != nil {
 		return fail("send closeSession", err)
@@ -182,4 +154,75 @@ func ExpireSession(server string, id int64, passwd []byte, timeout time.Duration
 		return nil
 	}
 	return fail("read closeSession reply", fmt.Errorf("no reply among %d frames", repliesSkippedMax))
+}
+
+// AttachSession attaches a second connection to session id on server
+// (HOST:PORT), with its password: the session moves to that server, as
+// when its client reconnects there, and the leader records the new
+// owner. The connection it returns is attached (the server answered
+// with the session's id and a timeout) and sends nothing further; the
+// caller closes it. Errors as ExpireSession's, ErrSessionGone for a
+// session the server will not attach to. The dial and the answer are
+// bounded by timeout, which the ConnectRequest also asks for as the
+// session timeout (the server clamps it), and the connection's deadline
+// is cleared before it is returned.
+func AttachSession(server string, id int64, passwd []byte, timeout time.Duration) (net.Conn, error) {
+	conn, err := attachSession("attach", server, id, passwd, timeout)
+	if err != nil {
+		return nil, err
+	}
+	if err := conn.SetDeadline(time.Time{}); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// attachSession dials server and attaches to session id; what names the
+// caller's purpose in its errors. The connection keeps a deadline of
+// timeout from now.
+func attachSession(what, server string, id int64, passwd []byte, timeout time.Duration) (net.Conn, error) {
+	if timeout <= 0 {
+		return nil, fmt.Errorf("zktest: %s session %#x on %s: timeout %v is not positive", what, id, server, timeout)
+	}
+	if id == 0 {
+		return nil, fmt.Errorf("zktest: %s session on %s: session id 0 names no session", what, server)
+	}
+	if len(passwd) > passwdBytesMax {
+		return nil, fmt.Errorf("zktest: %s session %#x on %s: password of %d bytes", what, id, server, len(passwd))
+	}
+	fail := func(step string, err error) error {
+		return fmt.Errorf("zktest: %s session %#x on %s: %s: %w", what, id, server, step, err)
+	}
+	deadline := time.Now().Add(timeout)
+	conn, err := net.DialTimeout("tcp", server, timeout)
+	if err != nil {
+		return nil, fail("dial", err)
+	}
+	attached := false
+	defer func() {
+		if !attached {
+			conn.Close()
+		}
+	}()
+	if err := conn.SetDeadline(deadline); err != nil {
+		return nil, fail("set deadline", err)
+	}
+	timeoutMs := int32(min(timeout.Milliseconds(), math.MaxInt32))
+	if _, err := conn.Write(connectRequestFrame(timeoutMs, id, passwd)); err != nil {
+		return nil, fail("send connect request", err)
+	}
+	f, err := readFrameMax(conn, connectResponseBytesMax)
+	if err != nil {
+		return nil, fail("read connect response", err)
+	}
+	r, err := parseConnectResponse(f[4:])
+	if err != nil {
+		return nil, fail("read connect response", err)
+	}
+	if r.sessionID != id || r.timeoutMs <= 0 {
+		return nil, fail(fmt.Sprintf("attach (answered session %#x, timeout %d ms)", r.sessionID, r.timeoutMs), ErrSessionGone)
+	}
+	attached = true
+	return conn, nil
 }
