@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -67,7 +68,9 @@ func TestControlBadInput(t *testing.T) {
 		{"/command/EXPLODE", 400, `"EXPLODE": unknown verb`},
 		{"/command/EXPIRESESSION/banana", 400, `EXPIRESESSION: session "banana": not a decimal or 0x hex number`},
 		{"/command/LOSEREPLY/0xzz", 400, `LOSEREPLY: session "0xzz": not a hex number`},
-		{"/command/LOSEREPLY", 400, "LOSEREPLY takes 1 to 1 parameters, got 0"},
+		{"/command/LOSEREPLY", 400, "LOSEREPLY takes 1 to 2 parameters, got 0"},
+		{"/command/LOSEREPLY/0x1/frobnicate", 400, `LOSEREPLY: "frobnicate" is not a request type`},
+		{"/command/DROPREQUEST/0x1234/create", 404, "DROPREQUEST: session 0x1234: no such session"},
 		{"/command/PARTITION/0x1/-5", 400, `PARTITION: milliseconds "-5"`},
 		{"/command/ADDDELAY/soon", 400, `ADDDELAY: milliseconds "soon"`},
 		{"/command/PING/extra", 400, "PING takes 0 to 0 parameters, got 1"},
@@ -189,4 +192,30 @@ func TestControlRacesClientTraffic(t *testing.T) {
 		t.Fatalf("after %d control requests: %v", fired, err)
 	}
 	t.Logf("%d control requests raced %d clients", fired, clients)
+}
+
+// LOSEREPLY/SESSION/OP aims at the session's next request of a type: the
+// reads before it are answered, the create is applied and its reply lost
+// with the connection; RESET disarms one not yet fired.
+func TestControlLoseReplyOfAType(t *testing.T) {
+	srv, base := controlServer(t)
+	c := connect(t, srv.addr)
+	id := fmt.Sprintf("0x%x", c.SessionID())
+	if status, answer, body := control(t, base, "/command/LOSEREPLY/"+id+"/CREATE"); status != 200 || answer["op"] != "create" {
+		t.Fatalf("LOSEREPLY of a create: %d %s", status, body)
+	}
+	if _, _, err := c.Get("/"); err != nil {
+		t.Fatalf("a getData before the create: %v", err)
+	}
+	if _, err := c.Create("/x", nil, 0, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrConnectionClosed) {
+		t.Fatalf("create with its reply lost: %v, want ErrConnectionClosed", err)
+	}
+	if ok, _, err := c.Exists("/x"); err != nil || !ok {
+		t.Fatalf("/x after its lost reply: exists %v, %v; want applied", ok, err)
+	}
+	control(t, base, "/command/DROPREQUEST/"+id+"/delete")
+	control(t, base, "/command/RESET")
+	if err := c.Delete("/x", -1); err != nil {
+		t.Fatalf("delete after RESET: %v, want the dropped-request fault disarmed", err)
+	}
 }

@@ -78,6 +78,13 @@ func (s *Server) liveLocked(session int64) bool {
 	return false
 }
 
+// SessionLive reports whether the server holds session now.
+func (s *Server) SessionLive(session int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.liveLocked(session)
+}
+
 // connOfLocked is the open connection a session is attached to.
 func (s *Server) connOfLocked(session int64) *conn {
 	for _, c := range s.conns {
