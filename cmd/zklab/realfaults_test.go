@@ -512,8 +512,7 @@ type beliefOverlap struct {
 // checkBeliefs checks the programs' acquisitions against the server's
 // ownership (see the top of this file) and returns the beliefs and their
 // overlaps.
-func checkBeliefs(t *testing.T, name string, events []contenderEvent, own *lockOwnership, start time.Time) (beliefs []belief, overlaps []beliefOverlap) {
-	t.Helper()
+func checkBeliefs(name string, events []contenderEvent, own *lockOwnership, start time.Time) (beliefs []belief, overlaps []beliefOverlap, problems []string) {
 	sessions := map[string]map[int64]bool{}
 	for _, ev := range events {
 		if sessions[ev.C] == nil {
@@ -539,8 +538,8 @@ func checkBeliefs(t *testing.T, name string, events []contenderEvent, own *lockO
 			// Java logs whole milliseconds: the instant may be up to 1 ms
 			// later than logged.
 			if !own.ownedDuring(sessions[ev.C], from, ev.at().Add(time.Millisecond)) {
-				t.Errorf("%s: %s (session %s) acquired at %s, but the server never made it the lock's owner in that attempt (from %s)",
-					name, ev.C, ev.Sid, ev.at().Format("15:04:05.000"), from.Format("15:04:05.000"))
+				problems = append(problems, fmt.Sprintf("%s: %s (session %s) acquired at %s, but the server never made it the lock's owner in that attempt (from %s)",
+					name, ev.C, ev.Sid, ev.at().Format("15:04:05.000"), from.Format("15:04:05.000")))
 			}
 			open[ev.C] = &belief{c: ev.C, sessions: sessions[ev.C], from: ev.at()}
 		default:
@@ -565,8 +564,8 @@ func checkBeliefs(t *testing.T, name string, events []contenderEvent, own *lockO
 			// b acquired while a still believed: the server must have
 			// taken the lock from a by then.
 			if owner := own.ownerAt(b.from.Add(time.Millisecond)); a.sessions[owner] {
-				t.Errorf("%s: %s acquired at %s while the server still had %s (session 0x%x) as the owner",
-					name, b.c, b.from.Format("15:04:05.000"), a.c, owner)
+				problems = append(problems, fmt.Sprintf("%s: %s acquired at %s while the server still had %s (session 0x%x) as the owner",
+					name, b.c, b.from.Format("15:04:05.000"), a.c, owner))
 			}
 			if first {
 				overlaps = append(overlaps, beliefOverlap{earlier: a.c, later: b.c, overlap: a.to.Sub(b.from)})
@@ -574,7 +573,7 @@ func checkBeliefs(t *testing.T, name string, events []contenderEvent, own *lockO
 			}
 		}
 	}
-	return beliefs, overlaps
+	return beliefs, overlaps, problems
 }
 
 // realFaultsRecipe runs one recipe's program under faults and checks it.
@@ -652,7 +651,10 @@ func realFaultsRecipe(t *testing.T, name, root, createOp string, argv func(addr 
 	}
 
 	events := p.snapshot()
-	beliefs, overlaps := checkBeliefs(t, name, events, own, start)
+	beliefs, overlaps, problems := checkBeliefs(name, events, own, start)
+	for _, p := range problems {
+		t.Error(p)
+	}
 	acquired := 0
 	for _, ev := range events {
 		if ev.Ev == "acquired" {
@@ -757,4 +759,30 @@ func TestRealRecipesUnderFaults(t *testing.T) {
 			return append(slices.Clone(java), args(addr, "latch", "/rf-latch")...)
 		})
 	})
+}
+
+// The checks catch a recipe that does not lock: contenders of kazoo's
+// program that announce "acquired" without taking any lock are caught
+// acquiring without the server's word, and believing at once.
+func TestRealRecipesChecksCatchNoLock(t *testing.T) {
+	requireTools(t, "/usr/bin/python3", "/usr/lib/python3/dist-packages/kazoo/recipe/lock.py")
+	const root = "/rf-nolock"
+	addr, _, _, own := realFaultsServer(t, root)
+	start := time.Now()
+	p := startContenders(t, []string{"/usr/bin/python3", "testdata/yardstick/kazoo/contenders.py", addr, "none", root,
+		fmt.Sprint(realFaultsContenders), fmt.Sprint(realFaultsHoldMs), fmt.Sprint(realFaultsSessionTimeoutMs)})
+	n := 0
+	p.await(t, "20 acquisitions", realFaultsProgressBound, func(ev contenderEvent) bool {
+		if ev.Ev == "acquired" {
+			n++
+		}
+		return n == 20
+	})
+	p.send(t, "stop")
+	p.await(t, "every contender idle", realFaultsProgressBound, func(ev contenderEvent) bool { return ev.C == "all" && ev.Ev == "idle" })
+	_, overlaps, problems := checkBeliefs("no lock", p.snapshot(), own, start)
+	if len(problems) < 20 || len(overlaps) == 0 {
+		t.Fatalf("the checks found %d problems and %d overlaps in 20 acquisitions without a lock, want every one unbacked and some overlapping:\n%s",
+			len(problems), len(overlaps), strings.Join(problems, "\n"))
+	}
 }

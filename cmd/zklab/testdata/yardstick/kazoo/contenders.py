@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """kazoo's Lock or Election, contended over and over, under faults.
 
-Usage: contenders.py HOST:PORT lock|election PATH CONTENDERS HOLD_MS SESSION_TIMEOUT_MS
+Usage: contenders.py HOST:PORT lock|election|none PATH CONTENDERS HOLD_MS SESSION_TIMEOUT_MS
 
 Each contender is a thread with its own KazooClient (its own session). It
 acquires the lock (or is elected), holds it for HOLD_MS, releases it, and
-starts again, until told to stop; errors (a lost connection, an expired
+starts again, until told to stop (with "none" it takes no lock at all:
+the test's checks must catch that); errors (a lost connection, an expired
 session) are logged and the contender tries again. It prints one JSON line
 per event on stdout, for cmd/zklab/realfaults_test.go to check against
 the server's own view:
@@ -71,6 +72,9 @@ def contender(name, client, recipe, path, settings, idle):
                     finally:
                         lock.release()
                     emit(name, client, "released")
+            elif recipe == "none":
+                hold()
+                emit(name, client, "released")
             else:
                 # run blocks until elected, calls hold, and gives up the
                 # leadership when hold returns.
@@ -86,7 +90,7 @@ def contender(name, client, recipe, path, settings, idle):
 
 def main():
     args = sys.argv[1:]
-    if len(args) != 6 or args[1] not in ("lock", "election"):
+    if len(args) != 6 or args[1] not in ("lock", "election", "none"):
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         sys.exit(2)
     hosts, recipe, path = args[0], args[1], args[2]
