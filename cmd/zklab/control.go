@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zklab/zklab/sim"
 	"github.com/zklab/zklab/sim/wire"
 )
 
@@ -28,9 +29,10 @@ import (
 //	FAILREQUESTS[/N]           answer N requests APIERROR (default all)
 //	NORESPONSE[/N]             apply N requests, send no reply (default all)
 //	RESET                      disarm every fault
-//	LOSEREPLY/SESSION          apply the session's next request, lose its reply
-//	DROPREQUEST/SESSION        lose the session's next request
-//	PARTITION/SESSION/MS       cut the session off for MS
+//	LOSEREPLY/SESSION[/OP]     apply the session's next request (of type OP:
+//	                           create, delete, getChildren, ...), lose its reply
+//	DROPREQUEST/SESSION[/OP]   lose the session's next request (of type OP)
+//	PARTITION/SESSION/MS       cut the session off for MS, silently
 //	RESTART[/MS]               restart the server, down for MS (default 0)
 //	SESSIONS                   list sessions, ephemerals and watches
 //
@@ -42,8 +44,8 @@ import (
 var controlVerbs = map[string][2]int{
 	"PING": {0, 0}, "CLOSECONNECTION": {0, 1}, "EXPIRESESSION": {0, 1},
 	"REJECTCONNECTIONS": {0, 0}, "ADDDELAY": {0, 1}, "FAILREQUESTS": {0, 1},
-	"NORESPONSE": {0, 1}, "RESET": {0, 0}, "LOSEREPLY": {1, 1},
-	"DROPREQUEST": {1, 1}, "PARTITION": {2, 2}, "RESTART": {0, 1},
+	"NORESPONSE": {0, 1}, "RESET": {0, 0}, "LOSEREPLY": {1, 2},
+	"DROPREQUEST": {1, 2}, "PARTITION": {2, 2}, "RESTART": {0, 1},
 	"SESSIONS": {0, 0},
 }
 
@@ -145,10 +147,29 @@ func (h controlHandler) command(urlPath string) (map[string]any, *controlError) 
 		answer["count"] = n
 	case "RESET":
 		srv.ResetFaults()
-	case "LOSEREPLY":
-		err = srv.LoseNextReply(session)
-	case "DROPREQUEST":
-		err = srv.DropNextRequest(session)
+		srv.ClearKeyedFaults()
+	case "LOSEREPLY", "DROPREQUEST":
+		if len(params) == 2 {
+			// Keyed to the type: the session's next request of it.
+			op, ok := parseOpName(params[1])
+			if !ok {
+				return nil, badControl("%s: %q is not a request type (create, delete, setData, getChildren, ...)", verb, params[1])
+			}
+			action := wire.FaultLoseReply
+			if verb == "DROPREQUEST" {
+				action = wire.FaultDropRequest
+			}
+			if !srv.SessionLive(session) {
+				err = fmt.Errorf("session 0x%x: %w", session, wire.ErrNoSession)
+			} else {
+				err = srv.AddKeyedFault(wire.KeyedFault{Session: session, Op: op, Action: action})
+			}
+			answer["op"] = op.String()
+		} else if verb == "LOSEREPLY" {
+			err = srv.LoseNextReply(session)
+		} else {
+			err = srv.DropNextRequest(session)
+		}
 	case "PARTITION":
 		ms, perr := parseCount(params[1])
 		if perr != nil {
@@ -210,6 +231,17 @@ func parseSessionID(text string) (int64, error) {
 		return 0, errors.New("not a decimal or 0x hex number")
 	}
 	return n, nil
+}
+
+// parseOpName reads a request type by ZooKeeper's name for it
+// (ZooDefs.OpCode), in any case.
+func parseOpName(name string) (sim.OpCode, bool) {
+	for op := sim.OpCode(-11); op <= 110; op++ {
+		if op != sim.OpError && op != sim.OpNotification && strings.EqualFold(op.String(), name) {
+			return op, true
+		}
+	}
+	return 0, false
 }
 
 func parseCount(text string) (int64, error) {

@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -67,7 +69,9 @@ func TestControlBadInput(t *testing.T) {
 		{"/command/EXPLODE", 400, `"EXPLODE": unknown verb`},
 		{"/command/EXPIRESESSION/banana", 400, `EXPIRESESSION: session "banana": not a decimal or 0x hex number`},
 		{"/command/LOSEREPLY/0xzz", 400, `LOSEREPLY: session "0xzz": not a hex number`},
-		{"/command/LOSEREPLY", 400, "LOSEREPLY takes 1 to 1 parameters, got 0"},
+		{"/command/LOSEREPLY", 400, "LOSEREPLY takes 1 to 2 parameters, got 0"},
+		{"/command/LOSEREPLY/0x1/frobnicate", 400, `LOSEREPLY: "frobnicate" is not a request type`},
+		{"/command/DROPREQUEST/0x1234/create", 404, "DROPREQUEST: session 0x1234: no such session"},
 		{"/command/PARTITION/0x1/-5", 400, `PARTITION: milliseconds "-5"`},
 		{"/command/ADDDELAY/soon", 400, `ADDDELAY: milliseconds "soon"`},
 		{"/command/PING/extra", 400, "PING takes 0 to 0 parameters, got 1"},
@@ -189,4 +193,94 @@ func TestControlRacesClientTraffic(t *testing.T) {
 		t.Fatalf("after %d control requests: %v", fired, err)
 	}
 	t.Logf("%d control requests raced %d clients", fired, clients)
+}
+
+// LOSEREPLY/SESSION/OP aims at the session's next request of a type: the
+// reads before it are answered, the create is applied and its reply lost
+// with the connection; RESET disarms one not yet fired.
+func TestControlLoseReplyOfAType(t *testing.T) {
+	srv, base := controlServer(t)
+	c := connect(t, srv.addr)
+	id := fmt.Sprintf("0x%x", c.SessionID())
+	if status, answer, body := control(t, base, "/command/LOSEREPLY/"+id+"/CREATE"); status != 200 || answer["op"] != "create" {
+		t.Fatalf("LOSEREPLY of a create: %d %s", status, body)
+	}
+	if _, _, err := c.Get("/"); err != nil {
+		t.Fatalf("a getData before the create: %v", err)
+	}
+	if _, err := c.Create("/x", nil, 0, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrConnectionClosed) {
+		t.Fatalf("create with its reply lost: %v, want ErrConnectionClosed", err)
+	}
+	if ok, _, err := c.Exists("/x"); err != nil || !ok {
+		t.Fatalf("/x after its lost reply: exists %v, %v; want applied", ok, err)
+	}
+	control(t, base, "/command/DROPREQUEST/"+id+"/delete")
+	control(t, base, "/command/RESET")
+	if err := c.Delete("/x", -1); err != nil {
+		t.Fatalf("delete after RESET: %v, want the dropped-request fault disarmed", err)
+	}
+}
+
+// PARTITION is silent over TCP, as a network partition: a short one only
+// delays a request on the same connection; a long one is noticed by the
+// client's own read timeout (two thirds of its 2 s session), not by a
+// close, the server expires the session meanwhile, and the client hears
+// of the expiry when the partition ends.
+func TestControlPartitionIsSilent(t *testing.T) {
+	addr, base, w, _ := realFaultsServer(t, "/unused")
+	c, events, err := zk.Connect([]string{addr}, 2*time.Second, zk.WithLogInfo(false), zk.WithLogger(log.New(io.Discard, "", 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for ev := range events {
+		if ev.State == zk.StateHasSession {
+			break
+		}
+	}
+	if _, err := c.Create("/e", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	id := fmt.Sprintf("0x%x", c.SessionID())
+
+	start := time.Now()
+	if status, _, body := control(t, base, "/command/PARTITION/"+id+"/500"); status != 200 {
+		t.Fatalf("PARTITION: %d %s", status, body)
+	}
+	if _, _, err := c.Get("/e"); err != nil {
+		t.Fatalf("get into a 500 ms partition: %v, want it answered after", err)
+	}
+	if waited := time.Since(start); waited < 500*time.Millisecond {
+		t.Fatalf("answered after %v, inside the partition", waited)
+	}
+	select {
+	case ev := <-events:
+		t.Fatalf("the client saw %+v during a partition shorter than its read timeout", ev)
+	default:
+	}
+
+	start = time.Now()
+	if status, _, body := control(t, base, "/command/PARTITION/"+id+"/4000"); status != 200 {
+		t.Fatalf("PARTITION: %d %s", status, body)
+	}
+	if _, _, err := c.Get("/e"); !errors.Is(err, zk.ErrConnectionClosed) {
+		t.Fatalf("get into a 4 s partition: %v, want ErrConnectionClosed from the client's read timeout", err)
+	}
+	if waited := time.Since(start); waited < 1300*time.Millisecond {
+		t.Fatalf("the client gave up after %v, before its 1.33 s read timeout: the connection was closed on it", waited)
+	}
+	time.Sleep(3500*time.Millisecond - time.Since(start)) // past the expiry (2 s, on 1 s ticks), within the partition
+	var exists bool
+	w.Inspect(func(s *sim.Server) { _, exists = s.Node("/e") })
+	if exists {
+		t.Fatal("/e outlived its partitioned session")
+	}
+	for ev := range events {
+		if ev.State == zk.StateExpired {
+			break
+		}
+	}
+	if waited := time.Since(start); waited < 4*time.Second {
+		t.Fatalf("the client heard of its expiry after %v, inside the partition", waited)
+	}
 }

@@ -61,8 +61,8 @@ DigestAuthenticationProvider prints it:
 --control HOST:PORT serves a control API over HTTP, in the URL scheme of
 ZooKeeper's test controller: /command/VERB[/PARAMETER] with the verbs
 PING, CLOSECONNECTION, EXPIRESESSION, REJECTCONNECTIONS, ADDDELAY,
-FAILREQUESTS, NORESPONSE and RESET, and zklab's LOSEREPLY/SESSION,
-DROPREQUEST/SESSION, PARTITION/SESSION/MS, RESTART[/MS] and SESSIONS;
+FAILREQUESTS, NORESPONSE and RESET, and zklab's LOSEREPLY/SESSION[/OP],
+DROPREQUEST/SESSION[/OP], PARTITION/SESSION/MS, RESTART[/MS] and SESSIONS;
 answers are JSON.
 
 --oracle HOST:PORT cross-checks: every request is also sent, in the same

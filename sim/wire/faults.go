@@ -23,7 +23,8 @@ import (
 // server's lock, so faults may race client traffic freely.
 //
 // A lost message takes its connection with it, as on TCP, where a message
-// is lost only when the connection breaks: without the close a client
+// is lost only when the connection breaks (a partition loses nothing: it
+// holds the connection's traffic both ways until it ends): without the close a client
 // would wait forever for that xid (go-zookeeper) or fail on the next one's
 // order (the Java client). The session lives on; the client reconnects to
 // it and must find out for itself whether its request was applied.
@@ -75,6 +76,13 @@ func (s *Server) liveLocked(session int64) bool {
 		}
 	}
 	return false
+}
+
+// SessionLive reports whether the server holds session now.
+func (s *Server) SessionLive(session int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.liveLocked(session)
 }
 
 // connOfLocked is the open connection a session is attached to.
@@ -189,17 +197,39 @@ func (s *Server) DropNextRequest(session int64) error {
 	return s.armForSession(session, func(f *faultState) { f.dropRequest[session] = true })
 }
 
-// Partition cuts a session off for d: its connection is closed now, and a
-// handshake for it (or a request on a connection attached to it) closes
-// its connection unanswered until d has passed. The server's clock runs
-// on: a partition longer than the session's timeout expires it.
+// Partition cuts a session off for d, silently, as a network partition
+// (netem's 100% loss) does: its connection stays open, nothing the client
+// sends on it is read and nothing is sent to it until d has passed; a
+// handshake for the session on a new connection waits the same way. Then,
+// as TCP's retransmissions deliver what the partition held, the requests
+// are applied and the replies, events and a close the server decided on
+// meanwhile go out. The client notices only through its own timeouts (its
+// read timeout, two thirds of the session timeout for the Java client and
+// go-zookeeper), and the server's clock runs on: a partition longer than
+// the session's timeout expires it.
 func (s *Server) Partition(session int64, d time.Duration) error {
 	return s.armForSession(session, func(f *faultState) {
 		f.partitioned[session] = time.Now().Add(d)
-		if c := s.connOfLocked(session); c != nil {
-			s.cutLocked(c, "fault: session partitioned")
-		}
 	})
+}
+
+// partitionPollWait bounds how long a held connection sleeps before it
+// looks again whether its partition has ended (RESET ends it early).
+const partitionPollWait = 20 * time.Millisecond
+
+// awaitHealLocked blocks, without the lock, until session is not partitioned or
+// the server closed. Called with s.mu held; it returns with s.mu held and
+// reports whether it waited.
+func (s *Server) awaitHealLocked(session int64) bool {
+	waited := false
+	for !s.closed && session != 0 && s.partitionedLocked(session) {
+		wait := min(time.Until(s.faults.partitioned[session]), partitionPollWait)
+		s.mu.Unlock()
+		time.Sleep(wait)
+		s.mu.Lock()
+		waited = true
+	}
+	return waited
 }
 
 func (s *Server) armForSession(session int64, arm func(*faultState)) error {
@@ -340,9 +370,6 @@ const (
 // reply when that is what is armed.
 func (s *Server) requestFaultLocked(c *conn, req sim.Request) requestFault {
 	f := &s.faults
-	if s.partitionedLocked(c.session) {
-		return dropRequest
-	}
 	if f.failRemaining != 0 {
 		if f.failRemaining > 0 {
 			f.failRemaining--

@@ -2,6 +2,7 @@ package wire_test
 
 import (
 	"errors"
+	"net"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -151,12 +152,17 @@ func TestFaultHoldResponsesThenCloseConnection(t *testing.T) {
 	})
 }
 
-// A partition shorter than the session's timeout: the client reconnects to
-// its session after it; a longer one expires the session.
-func TestFaultPartition(t *testing.T) {
+// A partition is silent, as a network's is: nothing closes. Shorter than
+// the client's read timeout (two thirds of the session timeout), it only
+// delays: a request sent into it is answered when it ends, on the same
+// connection and session, and the client never sees a disconnect. Longer
+// than the session timeout, the client learns of it through its own read
+// timeout, not an RST, the server expires the session on its own clock,
+// and the client hears of the expiry when the partition ends.
+func TestFaultPartitionIsSilent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newPipeServer(t, sim.ServerConfig{}, wire.Config{})
-		c, events := srv.connect(t, 10*time.Second)
+		c, events := srv.connect(t, 9*time.Second) // a read timeout of 6 s
 		id := c.SessionID()
 		if _, err := c.Create("/p", nil, zk.FlagEphemeral, worldACL); err != nil {
 			t.Fatal(err)
@@ -165,17 +171,39 @@ func TestFaultPartition(t *testing.T) {
 		if err := srv.Partition(id, 3*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		waitState(t, events, zk.StateDisconnected)
-		waitState(t, events, zk.StateHasSession)
-		if waited := time.Since(start); waited < 3*time.Second || c.SessionID() != id {
-			t.Fatalf("reconnected after %v to 0x%x, want >= 3s to 0x%x", waited, c.SessionID(), id)
+		if _, _, err := c.Get("/p"); err != nil {
+			t.Fatalf("get into a 3 s partition: %v, want it answered after it", err)
 		}
+		if waited := time.Since(start); waited < 3*time.Second || c.SessionID() != id {
+			t.Fatalf("answered after %v on session 0x%x, want >= 3s on 0x%x", waited, c.SessionID(), id)
+		}
+		select {
+		case ev := <-events:
+			t.Fatalf("the client saw %v during a partition shorter than its read timeout", ev)
+		default:
+		}
+
+		start = time.Now()
 		if err := srv.Partition(id, 30*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		waitState(t, events, zk.StateExpired)
+		// Over TCP the request fits the socket's buffers and the client's
+		// read timeout fires (ErrConnectionClosed); net.Pipe has no
+		// buffers, so its write deadline, of the same length, fires first.
+		var timeout net.Error
+		if _, _, err := c.Get("/p"); !errors.Is(err, zk.ErrConnectionClosed) && !(errors.As(err, &timeout) && timeout.Timeout()) {
+			t.Fatalf("get into a 30 s partition: %v, want the client's own timeout", err)
+		}
+		if waited := time.Since(start); waited < 6*time.Second {
+			t.Fatalf("the client gave up after %v, before its 6 s read timeout: the partition was not silent", waited)
+		}
+		time.Sleep(5 * time.Second) // past the session timeout, within the partition
 		if _, ok := nodeOnServer(srv, "/p"); ok {
 			t.Fatal("/p outlived its partitioned session")
+		}
+		waitState(t, events, zk.StateExpired)
+		if waited := time.Since(start); waited < 30*time.Second {
+			t.Fatalf("the client heard of its expiry after %v, inside the 30 s partition", waited)
 		}
 	})
 }

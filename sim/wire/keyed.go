@@ -34,7 +34,7 @@ const (
 	// on a request that sets a watch, an expiry while the client waits.
 	FaultExpire
 	// FaultPartition partitions the session for Duration from this
-	// request, which is lost (Partition).
+	// request, which the partition holds with the rest (Partition).
 	FaultPartition
 )
 

@@ -563,8 +563,12 @@ func (c *conn) handshake(body []byte) string {
 	}
 	nowMs := s.nowMs()
 	s.advanceLocked(nowMs)
-	if s.partitionedLocked(req.SessionID) {
-		return "fault: session partitioned"
+	if s.awaitHealLocked(req.SessionID) { // a partition holds the handshake
+		if s.closed {
+			return "server closed"
+		}
+		nowMs = s.nowMs()
+		s.advanceLocked(nowMs)
 	}
 	if !s.sim.HasConn(c.id) {
 		// Cut while its handshake was on the way (a restart, a fault):
@@ -607,6 +611,16 @@ func (c *conn) request(body []byte) string {
 		return ""
 	}
 	keyed, fired := s.keyedBeforeLocked(c, req)
+	if s.awaitHealLocked(c.session) { // a partition holds the request
+		if s.closed {
+			return "server closed"
+		}
+		nowMs = s.nowMs()
+		s.advanceLocked(nowMs)
+		if !s.sim.HasConn(c.id) {
+			return "" // expired meanwhile: the server has closed it
+		}
+	}
 	switch s.requestFaultLocked(c, req) {
 	case failRequest:
 		c.enqueue(AppendReply(c.out, req.Op, &sim.Response{Xid: req.Xid, Err: sim.CodeAPIError}))
@@ -659,6 +673,7 @@ func (c *conn) writeLoop() {
 	for range c.wake {
 		for {
 			s.mu.Lock()
+			s.awaitHealLocked(c.session) // a partition holds what is sent too
 			buf := c.out
 			c.out = c.spare[:0]
 			c.spare = nil
