@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -66,33 +65,90 @@ func normalize(r sim.Request) sim.Request {
 // (testdata/fuzz/FuzzServeStream) is whole client streams: go-zookeeper's
 // to a real ZooKeeper, and a Java-style handshake with pipelined auth and
 // setWatches2.
+//
+// Coverage-guided fuzzing keeps an input only if it reaches new code, and
+// minimizes it by re-running it until the same coverage shows again: an
+// input must cover the same code every time it runs, and run fast. So the
+// stream is served over streamConn, which hands the server the whole
+// stream at once and holds the server's first write until the server
+// closes the connection: the reader applies the stream to its end, the
+// writer makes one write that fails, whatever the goroutines'
+// interleaving, and nothing waits on a clock. (Over net.Pipe, with a
+// client goroutine draining the replies and a poll for the close, the
+// interleaving changed the coverage counts of every run: each input looked
+// new, and both fuzzing workers spent the run minimizing inputs that never
+// reproduced, at 0 execs/s.)
 func FuzzServeStream(f *testing.F) {
 	var javaStyle []byte
 	javaStyle = wire.AppendConnectRequest(javaStyle, wire.ConnectRequest{ConnectRequest: sim.ConnectRequest{TimeoutMs: 30000}, HasReadOnly: true})
 	for _, req := range requestCases {
 		javaStyle = wire.AppendRequest(javaStyle, req)
 	}
-	f.Add(javaStyle)
+	for _, seed := range streamWindows(javaStyle) {
+		f.Add(seed)
+	}
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		// Wall-clock time: testing/synctest's bubble hangs the fuzzing
 		// worker (go 1.26), and nothing here waits on a timer.
 		srv := wire.New(sim.NewServer(sim.ServerConfig{}), wire.Config{})
-		client, server := net.Pipe()
-		srv.ServeConn(server)
-		var wg sync.WaitGroup
-		wg.Go(func() { io.Copy(io.Discard, client) })
-		client.Write(stream)
-		client.Close()
-		// The server reads what it has buffered to the end, then closes.
-		for deadline := time.Now().Add(10 * time.Second); len(srv.Conns()) > 0; time.Sleep(100 * time.Microsecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the server still holds the connection 10 s after the client closed it")
-			}
+		nc := newStreamConn(stream)
+		srv.ServeConn(nc)
+		// The server reads the stream to its end (or to the frame that
+		// closes the connection), then closes the connection.
+		select {
+		case <-nc.closed:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the server still holds the connection 10 s after the client's stream ended")
 		}
-		wg.Wait()
 		srv.Close()
 	})
 }
+
+// streamConn is a client connection that sent stream and then closed its
+// side, and reads nothing: reads return the stream, then io.EOF; a write
+// waits for the server to close the connection and fails; closed is
+// closed when the server closes the connection.
+type streamConn struct {
+	in     bytes.Reader
+	once   sync.Once
+	closed chan struct{}
+}
+
+func newStreamConn(stream []byte) *streamConn {
+	c := &streamConn{closed: make(chan struct{})}
+	c.in.Reset(stream)
+	return c
+}
+
+func (c *streamConn) Read(b []byte) (int, error) {
+	select {
+	case <-c.closed:
+		return 0, net.ErrClosed
+	default:
+	}
+	return c.in.Read(b)
+}
+
+func (c *streamConn) Write(b []byte) (int, error) {
+	<-c.closed
+	return 0, net.ErrClosed
+}
+
+func (c *streamConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return nil
+}
+
+func (c *streamConn) LocalAddr() net.Addr              { return streamAddr{} }
+func (c *streamConn) RemoteAddr() net.Addr             { return streamAddr{} }
+func (c *streamConn) SetDeadline(time.Time) error      { return nil }
+func (c *streamConn) SetReadDeadline(time.Time) error  { return nil }
+func (c *streamConn) SetWriteDeadline(time.Time) error { return nil }
+
+type streamAddr struct{}
+
+func (streamAddr) Network() string { return "stream" }
+func (streamAddr) String() string  { return "stream" }
 
 // TestCaptureFuzzCorpus rewrites the seed corpora from go-zookeeper's
 // traffic to a real ZooKeeper; it runs only with WIRE_CAPTURE_CORPUS=1.
@@ -147,7 +203,9 @@ func TestCaptureFuzzCorpus(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	for i, s := range streams {
-		writeSeed(t, "FuzzServeStream", fmt.Sprintf("gozk-stream-%d", i), s)
+		for w, window := range streamWindows(s) {
+			writeSeed(t, "FuzzServeStream", fmt.Sprintf("gozk-stream-%d-%02d", i, w), window)
+		}
 		first := true
 		for n := 0; len(s) >= 4; n++ {
 			size := int(binary.BigEndian.Uint32(s))
@@ -161,6 +219,46 @@ func TestCaptureFuzzCorpus(t *testing.T) {
 			s = s[4+size:]
 		}
 	}
+}
+
+// seedFramesMax is how many requests one FuzzServeStream seed carries
+// after its handshake. The fuzzer minimizes every input that reaches new
+// code, for up to a minute, by deleting bytes and re-running it, so a
+// seed's size bounds how long each find costs: a whole session's stream
+// (4 KB) kept both workers minimizing for the whole of a 20 s run.
+const seedFramesMax = 4
+
+// streamWindows cuts a client's stream (a handshake, then requests) into
+// streams of the same handshake and up to seedFramesMax of the requests
+// in a row; a torn tail goes with the last.
+func streamWindows(stream []byte) [][]byte {
+	var frames [][]byte
+	for len(stream) >= 4 {
+		size := int(binary.BigEndian.Uint32(stream))
+		if size < 0 || len(stream) < 4+size {
+			break
+		}
+		frames = append(frames, stream[:4+size])
+		stream = stream[4+size:]
+	}
+	if len(frames) == 0 {
+		return [][]byte{stream}
+	}
+	handshake, requests := frames[0], frames[1:]
+	var windows [][]byte
+	for len(requests) > 0 || len(windows) == 0 {
+		n := min(len(requests), seedFramesMax)
+		w := append([]byte(nil), handshake...)
+		for _, r := range requests[:n] {
+			w = append(w, r...)
+		}
+		requests = requests[n:]
+		if len(requests) == 0 {
+			w = append(w, stream...)
+		}
+		windows = append(windows, w)
+	}
+	return windows
 }
 
 type recordingConn struct {
