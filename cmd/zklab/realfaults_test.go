@@ -57,10 +57,12 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zklab/zklab/recipes/zkconn/zktest"
 	"github.com/zklab/zklab/sim"
 	"github.com/zklab/zklab/sim/wire"
 )
@@ -784,5 +786,91 @@ func TestRealRecipesChecksCatchNoLock(t *testing.T) {
 	if len(problems) < 20 || len(overlaps) == 0 {
 		t.Fatalf("the checks found %d problems and %d overlaps in 20 acquisitions without a lock, want every one unbacked and some overlapping:\n%s",
 			len(problems), len(overlaps), strings.Join(problems, "\n"))
+	}
+}
+
+// A holder paused past its session (SIGSTOP of its process, as a long GC
+// pause or a stopped VM), against Debian's ZooKeeper and against zklab
+// serve: the same fault on both servers, for the PARTITION of
+// TestRealRecipesUnderFaults has no counterpart on a real server without
+// netem. One process holds for pausedHolderHold and is stopped for
+// pausePartitionMs; a second process waits for the lock. The report is
+// what the paused holder, once resumed, heard from its client and whether
+// the recipe took the lock back from it. It starts a real ZooKeeper and four programs,
+// so it runs only with ZKLAB_REALFAULTS_REALZK=1.
+const pausedHolderHold = 40 * time.Second
+
+func TestRealRecipesPausedHolderRealAndServed(t *testing.T) {
+	if os.Getenv("ZKLAB_REALFAULTS_REALZK") != "1" {
+		t.Skip("set ZKLAB_REALFAULTS_REALZK=1: pauses a holder with SIGSTOP on a real ZooKeeper and on zklab serve")
+	}
+	var jars []string
+	for _, j := range curatorJars {
+		jars = append(jars, "/usr/share/java/"+j+".jar")
+	}
+	requireTools(t, append([]string{zktest.ZkServerScript, "/usr/bin/python3", "/usr/bin/javac", "/usr/bin/java"}, jars...)...)
+	classes := t.TempDir()
+	classpath := strings.Join(jars, ":")
+	if out, err := exec.Command("javac", "-cp", classpath, "-d", classes, "testdata/yardstick/curator/Contenders.java").CombinedOutput(); err != nil {
+		t.Fatalf("javac Contenders.java: %v\n%s", err, out)
+	}
+	programs := []struct {
+		name   string
+		recipe string
+		argv   []string
+	}{
+		{"kazoo Lock", "lock", []string{"/usr/bin/python3", "testdata/yardstick/kazoo/contenders.py"}},
+		{"Curator InterProcessMutex", "mutex", []string{"/usr/bin/java", "-cp", classes + ":" + classpath, "Contenders"}},
+	}
+	real := zktest.Start(t)
+	served, _, _, _ := realFaultsServer(t, "/unused")
+	for _, srv := range []struct{ name, addr string }{{"ZooKeeper 3.8", real.Addr}, {"zklab serve", served}} {
+		for _, prog := range programs {
+			root := fmt.Sprintf("/paused-%s-%d", prog.recipe, time.Now().UnixNano())
+			argv := func(holdMs int) []string {
+				return append(slices.Clone(prog.argv), srv.addr, prog.recipe, root, "1", fmt.Sprint(holdMs), fmt.Sprint(realFaultsSessionTimeoutMs))
+			}
+			// The first holds for long enough that it is surely holding
+			// when it is stopped, however slowly the second starts.
+			a := startContenders(t, argv(int(pausedHolderHold/time.Millisecond)))
+			aAcq := a.await(t, "the first holder acquiring", realFaultsProgressBound, func(ev contenderEvent) bool { return ev.Ev == "acquired" })
+			b := startContenders(t, argv(realFaultsHoldMs))
+			b.await(t, "the second contender connecting", realFaultsProgressBound, func(ev contenderEvent) bool { return ev.Ev == "state" })
+			time.Sleep(500 * time.Millisecond) // its node created, waiting
+			if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			stopped := time.Now()
+			if time.Since(aAcq.at()) > pausedHolderHold-5*time.Second {
+				t.Fatalf("%s on %s: the second program took %v to start: the first's hold had nearly ended", prog.name, srv.name, time.Since(aAcq.at()))
+			}
+			bAcq := b.await(t, "the second acquiring while the first is paused", realFaultsProgressBound, func(ev contenderEvent) bool { return ev.Ev == "acquired" })
+			time.Sleep(time.Until(stopped.Add(pausePartitionMs * time.Millisecond)))
+			if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+			resumed := time.Now()
+			// What the resumed holder's client tells it, and whether the
+			// recipe takes the lock back: a "releasing" before its hold is
+			// over would say so.
+			heard := a.await(t, "the resumed holder's client noticing", realFaultsProgressBound, func(ev contenderEvent) bool {
+				return ev.Ev == "state" || ev.Ev == "releasing"
+			})
+			time.Sleep(time.Second)
+			revoked := "it went on in its critical section"
+			for _, ev := range a.snapshot() {
+				if ev.Ev == "releasing" && ev.at().After(stopped) {
+					revoked = fmt.Sprintf("it left its critical section %v after resuming", ev.at().Sub(resumed).Round(10*time.Millisecond))
+				}
+			}
+			t.Logf("%s on %s, holder stopped for %v while holding: the other acquired %v into the pause; resumed, its client reported %s %v later and %s: it still believed it held %v after the other acquired (its hold had %v to go)",
+				prog.name, srv.name, time.Duration(pausePartitionMs)*time.Millisecond, bAcq.at().Sub(stopped).Round(10*time.Millisecond),
+				heard.Ev+" "+heard.State, heard.at().Sub(resumed).Round(10*time.Millisecond), revoked,
+				time.Since(bAcq.at()).Round(10*time.Millisecond), time.Until(aAcq.at().Add(pausedHolderHold)).Round(time.Second))
+			a.cmd.Process.Kill() // rather than wait out its hold
+			b.send(t, "stop")
+			b.await(t, "idle", realFaultsProgressBound, func(ev contenderEvent) bool { return ev.C == "all" && ev.Ev == "idle" })
+			b.send(t, "close")
+		}
 	}
 }
