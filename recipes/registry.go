@@ -30,6 +30,9 @@ type Recipe struct {
 	Flaw string
 	// New builds one client's handle on the lock at path.
 	New func(c Conn, path string, o Options) Lock
+	// Election marks a leader election: its lease is a term of
+	// leadership, and the checks speak of leaders rather than holders.
+	Election bool
 }
 
 // Flawed reports whether the recipe is a flawed variant, for teaching.
@@ -97,28 +100,32 @@ var registry = []Recipe{
 		},
 	},
 	{
-		Name:    "leader-latch",
-		Summary: "leader election: protected ephemeral-sequential candidates, the lowest leads, each watches its predecessor with getData",
-		Source:  "Curator LeaderLatch",
-		New:     func(c Conn, p string, _ Options) Lock { return NewLeaderLatch(c, p) },
+		Name:     "leader-latch",
+		Summary:  "leader election: protected ephemeral-sequential candidates, the lowest leads, each watches its predecessor with getData",
+		Source:   "Curator LeaderLatch",
+		New:      func(c Conn, p string, _ Options) Lock { return NewLeaderLatch(c, p) },
+		Election: true,
 	},
 	{
-		Name:    "leader-selector",
-		Summary: "leader election on the reentrant mutex: leadership given up when the leader's work ends",
-		Source:  "Curator LeaderSelector",
-		New:     func(c Conn, p string, _ Options) Lock { return NewLeaderSelector(c, p) },
+		Name:     "leader-selector",
+		Summary:  "leader election on the reentrant mutex: leadership given up when the leader's work ends",
+		Source:   "Curator LeaderSelector",
+		New:      func(c Conn, p string, _ Options) Lock { return NewLeaderSelector(c, p) },
+		Election: true,
 	},
 	{
-		Name:    "election",
-		Summary: "leader election: ephemeral-sequential n_ candidates, each watching the next lower (with get, as kazoo does)",
-		Source:  "ZooKeeper's recipes page (leader election), kazoo Election",
-		New:     func(c Conn, p string, _ Options) Lock { return NewElection(c, p) },
+		Name:     "election",
+		Summary:  "leader election: ephemeral-sequential n_ candidates, each watching the next lower (with get, as kazoo does)",
+		Source:   "ZooKeeper's recipes page (leader election), kazoo Election",
+		New:      func(c Conn, p string, _ Options) Lock { return NewElection(c, p) },
+		Election: true,
 	},
 	{
-		Name:    "herd-election",
-		Summary: "election whose candidates all watch the children (the herd)",
-		Source:  "ZooKeeper's recipes page on the herd effect",
-		New:     func(c Conn, p string, _ Options) Lock { return NewHerdElection(c, p) },
+		Name:     "herd-election",
+		Summary:  "election whose candidates all watch the children (the herd)",
+		Source:   "ZooKeeper's recipes page on the herd effect",
+		New:      func(c Conn, p string, _ Options) Lock { return NewHerdElection(c, p) },
+		Election: true,
 	},
 	{
 		Name:    "persistent-lock",

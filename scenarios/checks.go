@@ -533,13 +533,38 @@ func (r *runner) checkOverlap(name string, lastStep uint64) CheckResult {
 				}
 			}
 			what := "hold in ZooKeeper's view"
-			if name == CheckSplitBrain {
+			switch {
+			case name == CheckSplitBrain && r.sc.Election():
+				what = "believe they lead at once"
+			case name == CheckSplitBrain:
 				what = "believe they hold the lock"
+			case r.sc.Election():
+				what = "lead at once in ZooKeeper's view"
 			}
 			return CheckResult{Name: name, Outcome: Fail, Detail: fmt.Sprintf("at step %d, %s %s", s.start, strings.Join(who, " and "), what)}
 		}
 	}
+	if r.sc.Election() {
+		return CheckResult{Name: name, Outcome: Pass, Detail: Plural(len(spans), "term")}
+	}
 	return CheckResult{Name: name, Outcome: Pass, Detail: Plural(len(spans), "lease")}
+}
+
+// waitedFor is what a client stuck in its acquire did: waited for the
+// lock, or campaigned for leadership in an election.
+func (r *runner) waitedFor() string {
+	if r.sc.Election() {
+		return "campaigned for leadership"
+	}
+	return "waited for the lock"
+}
+
+// releaseWord names a release: an abdication in an election.
+func (r *runner) releaseWord() string {
+	if r.sc.Election() {
+		return "abdication"
+	}
+	return "release"
 }
 
 func cmpUint(a, b uint64) int {
@@ -570,10 +595,10 @@ func (r *runner) checkLiveness() CheckResult {
 		}
 		switch {
 		case last != nil && !last.returned:
-			stuck = append(stuck, fmt.Sprintf("c%d waited for the lock from step %d (%v) to the end (%v)", i, last.acquireCall, last.acquireCallTime.Round(time.Millisecond), r.endTime.Round(time.Millisecond)))
+			stuck = append(stuck, fmt.Sprintf("c%d %s from step %d (%v) to the end (%v)", i, r.waitedFor(), last.acquireCall, last.acquireCallTime.Round(time.Millisecond), r.endTime.Round(time.Millisecond)))
 			waiters = append(waiters, i)
 		case last != nil && last.releaseCalled && !last.releaseReturned:
-			stuck = append(stuck, fmt.Sprintf("c%d's release from step %d never returned", i, last.releaseCall))
+			stuck = append(stuck, fmt.Sprintf("c%d's %s from step %d never returned", i, r.releaseWord(), last.releaseCall))
 		default:
 			stuck = append(stuck, fmt.Sprintf("c%d did not finish its cycles", i))
 		}

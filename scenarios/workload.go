@@ -366,3 +366,14 @@ func leadWorkload(ctx context.Context, w *Worker) error {
 // election whose Acquire campaigns and whose lease is the term) to the
 // testbed's Lock.
 func LockOf(l recipes.Lock) Lock { return recipeLock{l} }
+
+// Election reports whether the scenario's clients campaign for
+// leadership: its recipe is a leader election (recipes.Recipe.Election)
+// or its workload is lead. The checks and the report then speak of
+// leaders and terms rather than holders and leases.
+func (s *Scenario) Election() bool {
+	if r, ok := recipes.Lookup(s.Recipe); ok && r.Election {
+		return true
+	}
+	return s.Workload == "lead"
+}
