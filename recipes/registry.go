@@ -148,6 +148,14 @@ var registry = []Recipe{
 		Flaw:    "a predecessor that leaves between the listing and the watch leaves a creation watch that never fires: the waiter sleeps on a free lock",
 		New:     func(c Conn, p string, _ Options) Lock { return NewLostWakeupLock(c, p) },
 	},
+	{
+		Name:     "old-session-latch",
+		Summary:  "leader-latch that leads on its previous session's node after its client starts a new session",
+		Source:   "Curator LeaderLatch without its reset on a new session; Curator 2's new handle after a connection timeout",
+		Flaw:     "it trusts the old session's candidate node without comparing its ephemeralOwner with the current session: when the old session expires, the server deletes the node and the next candidate leads too (split-brain)",
+		New:      func(c Conn, p string, _ Options) Lock { return NewOldSessionLatch(c, p) },
+		Election: true,
+	},
 }
 
 func rwSideOf(l *RWLock, o Options) Lock {

@@ -36,6 +36,11 @@ type ExploreOptions struct {
 	Store StoreKind
 	// SessionTimeout for every client; default 10 s.
 	SessionTimeout time.Duration
+	// Hold bounds the time a holder holds, between the store's read and
+	// write: each run draws from 0 to it, by milliseconds; default 50 ms.
+	// A leader's term is long: an election's flaws that show only while
+	// the leader still acts (old-session-latch) need holds of seconds.
+	Hold time.Duration
 	// Faults are the fault kinds a run may draw (nil: all of them; an
 	// empty non-nil slice: none); MaxFaults bounds how many (default 3).
 	Faults    []sim.FaultKind
@@ -217,6 +222,17 @@ func drawScenario(t *rapid.T, o *ExploreOptions) *Scenario {
 	return sc
 }
 
+// holdDefault is the default bound of a run's hold.
+const holdDefault = 50 * time.Millisecond
+
+// holdMaxMs is the bound of a run's hold in milliseconds.
+func holdMaxMs(hold time.Duration) int {
+	if hold <= 0 {
+		hold = holdDefault
+	}
+	return int(hold / time.Millisecond)
+}
+
 // drawWorkload draws the workload: clients, cycles, hold, seed, readers.
 func drawWorkload(t *rapid.T, o *ExploreOptions) *Scenario {
 	minClients, minCycles := min(2, o.Clients), 1
@@ -228,7 +244,7 @@ func drawWorkload(t *rapid.T, o *ExploreOptions) *Scenario {
 		Leases:         o.Leases,
 		Clients:        rapid.IntRange(minClients, o.Clients).Draw(t, "clients"),
 		Cycles:         rapid.IntRange(minCycles, o.Cycles).Draw(t, "cycles"),
-		Hold:           time.Duration(rapid.IntRange(0, 50).Draw(t, "hold_ms")) * time.Millisecond,
+		Hold:           time.Duration(rapid.IntRange(0, holdMaxMs(o.Hold)).Draw(t, "hold_ms")) * time.Millisecond,
 		Store:          o.Store,
 		SessionTimeout: o.SessionTimeout,
 		Seed:           rapid.Uint64Range(0, 1<<16).Draw(t, "seed"),
