@@ -181,6 +181,8 @@ func (r *runner) cause(f nodeFacts, waiters []int) string {
 		switch {
 		case !l.releaseCalled && r.obs.crashed(l.client):
 			return fmt.Sprintf("c%d %s it (its %s from step %d) and crashed at step %d before %s", l.client, held, lease, l.acquireReturn, r.obs.crashStep[l.client], releasing)
+		case !l.releaseCalled && slices.Contains(waiters, l.client):
+			return fmt.Sprintf("c%d %s it (its %s from step %d) and waits behind it for another grant: the waiter waits on itself (a self-deadlock)", l.client, holds, lease, l.acquireReturn)
 		case !l.releaseCalled:
 			return fmt.Sprintf("c%d %s it (its %s from step %d), never %s", l.client, holds, lease, l.acquireReturn, released)
 		case !l.releaseReturned:

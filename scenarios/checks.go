@@ -56,16 +56,21 @@ const (
 	// CheckZnodes is the linearizability of the simulator's own history
 	// against model.Znode (RunOptions.Znodes).
 	CheckZnodes = "zk-linearizable"
+	// CheckUser is the linearizability of a user's own operations,
+	// recorded by the workload (Worker.Begin) and checked against the
+	// user's porcupine model (RunOptions.Model). A run without a model
+	// has no such check.
+	CheckUser = "user-linearizable"
 )
 
 // CheckNames lists every check, in the order a verdict shows them.
-var CheckNames = []string{CheckRun, CheckLock, CheckStore, CheckZKHolders, CheckSplitBrain, CheckLiveness, CheckDeadWatches, CheckZnodes}
+var CheckNames = []string{CheckRun, CheckLock, CheckStore, CheckZKHolders, CheckSplitBrain, CheckLiveness, CheckDeadWatches, CheckZnodes, CheckUser}
 
 // DefaultViolations are the checks whose failure makes a run a failure
 // for exploration and for Test: all but split-brain, which a correct
 // recipe shows under long pauses (the fenced store is what must stay
 // safe then).
-var DefaultViolations = []string{CheckRun, CheckLock, CheckStore, CheckZKHolders, CheckLiveness, CheckDeadWatches, CheckZnodes}
+var DefaultViolations = []string{CheckRun, CheckLock, CheckStore, CheckZKHolders, CheckLiveness, CheckDeadWatches, CheckZnodes, CheckUser}
 
 // herdFigureNames are the herd figures, as "expect herd.NAME N" names
 // them.
@@ -243,6 +248,9 @@ func (r *runner) check(znodeOps []sim.Operation, lastStep uint64) *Verdict {
 	v.Checks = append(v.Checks, runRes, r.checkLock(timeout), r.checkStore(timeout))
 	v.Checks = append(v.Checks, r.checkOverlap(CheckZKHolders, lastStep), r.checkOverlap(CheckSplitBrain, lastStep))
 	v.Checks = append(v.Checks, r.checkLiveness(), r.checkDeadWatches())
+	if r.opts.Model != nil {
+		v.Checks = append(v.Checks, r.checkUser(timeout))
+	}
 	switch {
 	case r.real != nil:
 		v.Checks = append(v.Checks, CheckResult{Name: CheckZnodes, Outcome: Skipped, Detail: "needs the simulator's own history of the server"})
@@ -313,6 +321,9 @@ func (r *runner) lockOperations() []porcupine.Operation {
 	for _, l := range r.hist.locks {
 		if !l.returned {
 			continue // never answered: it changed nothing anyone saw
+		}
+		if l.reentered {
+			continue // inside its client's own hold: the hold is the operation
 		}
 		ops = append(ops, porcupine.Operation{
 			ClientId: l.client - 1,

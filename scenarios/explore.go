@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/zklab/zklab/recipes"
 	"github.com/zklab/zklab/sim"
 	"pgregory.net/rapid"
@@ -36,6 +37,13 @@ type ExploreOptions struct {
 	Store StoreKind
 	// SessionTimeout for every client; default 10 s.
 	SessionTimeout time.Duration
+	// Workload names the program every client runs (a scenario's
+	// workload line): a built-in one, or the user's own, which
+	// Program then supplies; empty: cycles. Model is the porcupine model
+	// of the user's own operations (RunOptions.Model).
+	Workload string
+	Program  Workload
+	Model    *porcupine.Model
 	// Hold bounds the time a holder holds, between the store's read and
 	// write: each run draws from 0 to it, by milliseconds; default 50 ms.
 	// A leader's term is long: an election's flaws that show only while
@@ -249,6 +257,7 @@ func drawWorkload(t *rapid.T, o *ExploreOptions) *Scenario {
 		SessionTimeout: o.SessionTimeout,
 		Seed:           rapid.Uint64Range(0, 1<<16).Draw(t, "seed"),
 	}
+	sc.Workload = o.Workload
 	if o.Leases > 1 || o.Recipe == "rw-lock" || o.Recipe == "herd-rw-lock" {
 		for c := 1; c <= sc.Clients; c++ {
 			if (o.Recipe == "rw-lock" || o.Recipe == "herd-rw-lock") && rapid.Bool().Draw(t, "reader") {
@@ -445,7 +454,7 @@ func Explore(o ExploreOptions) (*ExploreResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("explore: the scenario file written does not parse: %w", err)
 	}
-	again, err := Run(sc, RunOptions{Recipe: o.New, Lock: o.Lock, CheckTimeout: o.CheckTimeout, Znodes: o.Znodes})
+	again, err := Run(sc, RunOptions{Recipe: o.New, Lock: o.Lock, CheckTimeout: o.CheckTimeout, Znodes: o.Znodes, Workload: o.Program, Model: o.Model})
 	if err != nil {
 		return res, err
 	}

@@ -23,6 +23,7 @@ func init() {
                      [--runs N | --time D] [--seed S] [--strategy S] [--depth D]
                      [--store fenced|unfenced] [--leases N] [--out DIR] [--shard K/N]
                      [--json] [--shrink-time D] [--session-timeout D] [--hold D] [--parallel N]
+                     [--workload NAME]
                      [--corpus DIR] [--zk HOST:PORT[,...]]
 
 Runs the recipe's workload (acquire, read and write a protected store,
@@ -92,6 +93,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	shard := fs.String("shard", "1/1", "explore part K of N of the seed space")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout")
 	shrinkTime := fs.Duration("shrink-time", shrinkTimeDefault, "the most wall time shrinking a failure may take; a shrink cut short may differ between machines")
+	workload := fs.String("workload", "", "the clients' program: "+strings.Join(scenarios.WorkloadNames(), ", ")+" (default cycles)")
 	hold := fs.Duration("hold", 50*time.Millisecond, "the longest a holder holds between the store's read and write; each run draws from 0 to it")
 	sessionTimeout := fs.Duration("session-timeout", 10*time.Second, "the session timeout every client asks for (a real server grants 4s to 40s by default)")
 	corpus := fs.String("corpus", "", "keep the runs that reach something new in this directory, and start from them")
@@ -124,6 +126,9 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	if err := checkDurationFlag("hold", *hold, scenarios.MaxDuration); err != nil {
 		return err
 	}
+	if *workload != "" && !slices.Contains(scenarios.WorkloadNames(), *workload) {
+		return usagef("--workload: %s is not one of %s", scenarios.Cut(*workload), strings.Join(scenarios.WorkloadNames(), ", "))
+	}
 	if *leases > 0 && *recipe != "semaphore" {
 		return usagef("--leases is for the semaphore recipe, not %s", *recipe)
 	}
@@ -149,7 +154,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		Recipe: *recipe, Clients: *clients, Cycles: *cycles, Faults: kinds,
 		Runs: *runs, Time: *budget, Strategy: *strategy, Depth: *depth,
 		Store: scenarios.StoreKind(*store), Dir: *out, ShrinkTime: *shrinkTime, Leases: *leases,
-		SessionTimeout: *sessionTimeout, Parallel: *parallel, Corpus: *corpus, Hold: *hold,
+		SessionTimeout: *sessionTimeout, Parallel: *parallel, Corpus: *corpus, Hold: *hold, Workload: *workload,
 		// Shard k of n explores seeds n*seed+k-1: the shards of one seed
 		// never repeat each other's schedules.
 		Seed: *seed*uint64(n) + uint64(k-1),
