@@ -55,6 +55,16 @@ type Conn interface {
 	// GUID returns 32 random hex digits, from the simulator's seeded source
 	// in the simulator.
 	GUID() string
+	// NewSession gives the client's session up and starts a new one, as
+	// a client that closes its ZooKeeper handle without waiting for the
+	// close and makes a new handle does (Curator's reset of its handle;
+	// a new zk.Connect). The old session's closeSession goes out only if
+	// the client is connected; otherwise the old session lives on the
+	// server, with its ephemeral nodes, until it expires. Requests in
+	// flight fail and watches end (EventNotWatching with zk.ErrClosing),
+	// as the old handle's Close makes them. It returns at once; the new
+	// session comes as a session change (WaitSession).
+	NewSession(ctx context.Context) error
 	// Go runs fn as background work of the client's (a watch callback, a
 	// connection-state listener, a retried delete): a task the simulator
 	// schedules like any other, and that dies with the client's process;

@@ -494,6 +494,17 @@ func mutexPredicate(kids []child, me int) (string, bool) {
 type queue struct {
 	nodeMaker
 	style waitStyle
+	// renew, when set, gives the client a new session during a campaign
+	// once it has been disconnected for a connection timeout (Curator's
+	// reset of its handle; leader-latch). A node made in an earlier
+	// session is then not the candidate's own, whatever the listing
+	// says: a grant is checked against the node's owner.
+	renew *sessionRenewal
+	// trustOldNode is old-session-latch's flaw: after a new session it
+	// keeps its node of the old session and leads on it, without
+	// comparing the node's owner (its ephemeralOwner) with its current
+	// session.
+	trustOldNode bool
 }
 
 // acquire creates a node of the kind and waits until pred grants it. With
@@ -518,7 +529,7 @@ func (q *queue) acquireOnce(ctx context.Context, kind string, pred predicate, bl
 	if err != nil {
 		return lockNode{}, err
 	}
-	err = q.await(ctx, node, pred, block)
+	err = q.await(ctx, &node, pred, block)
 	switch {
 	case err == nil:
 		return node, nil
@@ -537,19 +548,46 @@ func (q *queue) acquireOnce(ctx context.Context, kind string, pred predicate, bl
 
 // await is the list-and-wait loop: list the children, ask pred, and wait
 // for the node in the way (or for any change, in the herd style).
-func (q *queue) await(ctx context.Context, node lockNode, pred predicate, block bool) error {
+func (q *queue) await(ctx context.Context, node *lockNode, pred predicate, block bool) error {
 	losses := 0
 	for range waitRoundsMax {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if node.ephemeral && sessionGone(q.conn.Session(), node.session) {
-			return errSessionGone
+		if s := q.conn.Session(); node.ephemeral && sessionGone(s, node.session) {
+			if !q.trustOldNode {
+				return errSessionGone
+			}
+			// The flaw: the node of the old session is taken for the
+			// new session's own.
+			if s.Connected() {
+				node.session = s.ID
+			}
 		}
-		waited, err := q.round(ctx, node, pred, block)
+		renewals := q.renew.count()
+		waited, err := q.round(ctx, *node, pred, block)
 		switch {
+		case err == nil && !waited && q.renew != nil && node.ephemeral:
+			// The owner check: the node's ephemeralOwner is the session
+			// its create ran in (its protected name carries it). A grant
+			// read in another session stands on a node that is not the
+			// candidate's own: the old session's, which dies with it.
+			if s := q.conn.Session(); s.ID != node.session {
+				if !q.trustOldNode {
+					return errSessionGone
+				}
+				node.session = s.ID
+			}
+			return nil
 		case err == nil && !waited:
 			return nil
+		case errors.Is(err, zk.ErrClosing) && q.renew.count() != renewals:
+			// The listener replaced the handle (NewSession): its
+			// requests failed and its watches ended. Look again in the
+			// new session.
+			if _, err := awaitSession(ctx, q.conn); err != nil {
+				return err
+			}
 		case err == nil:
 			losses = 0
 		case isConnectionLoss(err):

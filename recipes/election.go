@@ -40,8 +40,35 @@ var _ Lock = (*LeaderElection)(nil)
 // candidate lists again. When its session expires it starts over with a
 // new node in the new session (LeaderLatch's reset on RECONNECTED after
 // LOST). One notification per change of leader: no herd.
+//
+// While it campaigns, a connection-state listener (Conn.Go) gives the
+// session up once the client has been disconnected for a connection
+// timeout, a quarter of the session timeout, and starts a new one
+// (Conn.NewSession), as Curator resets its ZooKeeper handle; the old
+// session, and its node, may live on the server for a while. The latch
+// then compares its node's owner (its ephemeralOwner, the session its
+// create ran in) with its current session before it leads: a node of the
+// old session is not its own, and it starts over with a new node, behind
+// the old one until the server expires it.
 func NewLeaderLatch(c Conn, dir string) *LeaderElection {
-	return newLeaderElection("leader-latch", "latch-", c, dir, waitPredecessor)
+	e := newLeaderElection("leader-latch", "latch-", c, dir, waitPredecessor)
+	e.q.renew = new(sessionRenewal)
+	return e
+}
+
+// NewOldSessionLatch returns an old-session-latch handle, a variant for
+// teaching: leader-latch that, after its client starts a new session,
+// keeps the candidate node of its previous session and leads on it when
+// it is the lowest, without comparing the node's ephemeralOwner with its
+// current session. The old session lives on the server until it expires;
+// when it does, the server deletes the node and elects the next
+// candidate, while this one still believes it leads: two leaders
+// (split-brain), on one server.
+func NewOldSessionLatch(c Conn, dir string) *LeaderElection {
+	e := newLeaderElection("old-session-latch", "latch-", c, dir, waitPredecessor)
+	e.q.renew = new(sessionRenewal)
+	e.q.trustOldNode = true
+	return e
 }
 
 // NewElection returns an election handle: the leader election of
@@ -95,6 +122,10 @@ func (e *LeaderElection) TryAcquire(ctx context.Context) (*Lease, error) {
 func (e *LeaderElection) campaign(ctx context.Context, block bool) (*Lease, error) {
 	if err := e.rs.flush(ctx); err != nil {
 		return nil, err
+	}
+	if e.q.renew != nil {
+		stop := e.q.renew.listen(ctx, e.q.conn)
+		defer stop()
 	}
 	node, err := e.q.acquire(ctx, e.kind, mutexPredicate, block)
 	if err != nil {

@@ -246,31 +246,116 @@ func (l *Lease) Release(ctx context.Context) error {
 // The handle keeps it until the node is known gone, so that a failed
 // release is finished later and never forgotten (CURATOR-486).
 type removal struct {
-	run  func(ctx context.Context) error // deletes until known gone
+	run func(ctx context.Context) error // deletes until known gone
+	// mu guards done and err, which a guaranteed delete's background
+	// task settles too.
+	mu   sync.Mutex
 	done bool
 	err  error
+	// background: a guaranteed delete runs for it (the handle's task
+	// alone reads and sets it).
+	background bool
 }
+
+// result reports whether r is settled, and how.
+func (r *removal) result() (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.done, r.err
+}
+
+// finish settles r with err (nil, or ErrLeaseLost).
+func (r *removal) finish(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.done {
+		r.done, r.err = true, err
+	}
+}
+
+// Limits of a guaranteed delete's background task.
+const (
+	// guaranteedRoundsMax bounds the rounds of a guaranteed delete; each
+	// round tries until the node is known gone or a limit is hit, and a
+	// session ends within a few of them.
+	guaranteedRoundsMax = 1 << 10
+	// guaranteedPause is the pause between two rounds.
+	guaranteedPause = time.Second
+)
 
 // removals are a handle's unsettled removals.
 type removals struct {
 	pending []*removal
+	// guaranteed: a removal that a release could not finish goes on in
+	// the background (Conn.Go) until the node is known gone, or its
+	// session is, or the client closes: Curator's guaranteed() delete
+	// (FailedDeleteManager), which InterProcessMutex's release uses, so
+	// that a release that failed leaves no node behind once the faults
+	// stop, even if the handle never acquires again.
+	guaranteed bool
+	conn       Conn
 }
 
-// settle runs r, and keeps it pending if it could not finish.
+// guaranteedRemovals are the removals of a handle whose failed releases
+// are retried in the background.
+func guaranteedRemovals(c Conn) removals { return removals{guaranteed: true, conn: c} }
+
+// forget drops r from the pending removals.
+func (rs *removals) forget(r *removal) {
+	rs.pending = slices.DeleteFunc(rs.pending, func(o *removal) bool { return o == r })
+}
+
+// settle runs r, and keeps it pending if it could not finish; a
+// guaranteed handle then starts its background retry.
 func (rs *removals) settle(ctx context.Context, r *removal) error {
-	if r.done {
-		return r.err
+	if done, err := r.result(); done {
+		rs.forget(r)
+		return err
 	}
 	err := r.run(ctx)
 	if err == nil || errors.Is(err, ErrLeaseLost) {
-		r.done, r.err = true, err
-		rs.pending = slices.DeleteFunc(rs.pending, func(o *removal) bool { return o == r })
+		r.finish(err)
+		rs.forget(r)
 		return err
+	}
+	if done, derr := r.result(); done {
+		// The background retry settled it meanwhile.
+		rs.forget(r)
+		return derr
 	}
 	if !slices.Contains(rs.pending, r) {
 		rs.pending = append(rs.pending, r)
 	}
+	if rs.guaranteed && !r.background {
+		r.background = true
+		rs.conn.Go("guaranteed-delete", r.retry(rs.conn))
+	}
 	return err
+}
+
+// retry is a guaranteed delete's background task: r's deletion, round
+// after round, until the node is known gone (deleted, or gone with its
+// session) or the task's context ends (the client closed) or an error
+// that no retry cures.
+func (r *removal) retry(c Conn) func(ctx context.Context) {
+	return func(ctx context.Context) {
+		for range guaranteedRoundsMax {
+			if done, _ := r.result(); done {
+				return
+			}
+			err := r.run(ctx)
+			switch {
+			case err == nil, errors.Is(err, ErrLeaseLost):
+				r.finish(err)
+				return
+			case ctx.Err() != nil, !errors.Is(err, ErrGaveUp) && !isConnectionLoss(err):
+				return
+			}
+			if c.Sleep(ctx, guaranteedPause) != nil {
+				return
+			}
+		}
+	}
 }
 
 // flush settles the pending removals before a new acquire: a node left

@@ -18,7 +18,12 @@ import (
 // Guarantees: those of fair-lock (mutual exclusion among live sessions,
 // creation order, no herd, no node left behind by a failed acquire,
 // release until known); every lease of one hold carries the hold's
-// fencing token, the czxid of its node.
+// fencing token, the czxid of its node. A release that fails (its
+// context ended while the client could not reach the server) goes on in
+// the background (Conn.Go) until the node is known gone: Curator's
+// guaranteed() delete, so no node is left behind once the faults stop,
+// even by a handle that never acquires again. fair-lock finishes such a
+// release only at its handle's next acquire.
 //
 // It does not guarantee: that a hold outlives its session (watch
 // Lease.State); a reentrant acquire does not check the session, as
@@ -33,7 +38,10 @@ var _ Lock = (*ReentrantMutex)(nil)
 
 // NewReentrantMutex returns a reentrant-mutex handle on the lock in dir.
 func NewReentrantMutex(c Conn, dir string) *ReentrantMutex {
-	return &ReentrantMutex{q: queue{nodeMaker: nodeMaker{conn: c, dir: dir, flags: zk.FlagEphemeral | zk.FlagSequence, protected: true}, style: waitPredecessor}}
+	return &ReentrantMutex{
+		q:  queue{nodeMaker: nodeMaker{conn: c, dir: dir, flags: zk.FlagEphemeral | zk.FlagSequence, protected: true}, style: waitPredecessor},
+		rs: guaranteedRemovals(c),
+	}
 }
 
 // Acquire takes the lock, or takes it again if the handle holds it.

@@ -105,7 +105,7 @@ func checkNoLockNodes(t *testing.T, e env, allowed []string, dirs ...string) []s
 func TestRegistry(t *testing.T) {
 	want := []string{"exclusive-lock", "herd-lock", "fair-lock", "reentrant-mutex", "semaphore-mutex", "semaphore",
 		"rw-lock", "herd-rw-lock", "multi-lock", "leader-latch", "leader-selector", "election", "herd-election",
-		"persistent-lock", "unprotected-lock", "lost-wakeup-lock"}
+		"persistent-lock", "unprotected-lock", "lost-wakeup-lock", "old-session-latch"}
 	if got := recipes.Names(); !slices.Equal(got, want) {
 		t.Errorf("Names() = %v, want %v", got, want)
 	}

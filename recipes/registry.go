@@ -30,6 +30,9 @@ type Recipe struct {
 	Flaw string
 	// New builds one client's handle on the lock at path.
 	New func(c Conn, path string, o Options) Lock
+	// Election marks a leader election: its lease is a term of
+	// leadership, and the checks speak of leaders rather than holders.
+	Election bool
 }
 
 // Flawed reports whether the recipe is a flawed variant, for teaching.
@@ -97,28 +100,32 @@ var registry = []Recipe{
 		},
 	},
 	{
-		Name:    "leader-latch",
-		Summary: "leader election: protected ephemeral-sequential candidates, the lowest leads, each watches its predecessor with getData",
-		Source:  "Curator LeaderLatch",
-		New:     func(c Conn, p string, _ Options) Lock { return NewLeaderLatch(c, p) },
+		Name:     "leader-latch",
+		Summary:  "leader election: protected ephemeral-sequential candidates, the lowest leads, each watches its predecessor with getData",
+		Source:   "Curator LeaderLatch",
+		New:      func(c Conn, p string, _ Options) Lock { return NewLeaderLatch(c, p) },
+		Election: true,
 	},
 	{
-		Name:    "leader-selector",
-		Summary: "leader election on the reentrant mutex: leadership given up when the leader's work ends",
-		Source:  "Curator LeaderSelector",
-		New:     func(c Conn, p string, _ Options) Lock { return NewLeaderSelector(c, p) },
+		Name:     "leader-selector",
+		Summary:  "leader election on the reentrant mutex: leadership given up when the leader's work ends",
+		Source:   "Curator LeaderSelector",
+		New:      func(c Conn, p string, _ Options) Lock { return NewLeaderSelector(c, p) },
+		Election: true,
 	},
 	{
-		Name:    "election",
-		Summary: "leader election: ephemeral-sequential n_ candidates, each watching the next lower (with get, as kazoo does)",
-		Source:  "ZooKeeper's recipes page (leader election), kazoo Election",
-		New:     func(c Conn, p string, _ Options) Lock { return NewElection(c, p) },
+		Name:     "election",
+		Summary:  "leader election: ephemeral-sequential n_ candidates, each watching the next lower (with get, as kazoo does)",
+		Source:   "ZooKeeper's recipes page (leader election), kazoo Election",
+		New:      func(c Conn, p string, _ Options) Lock { return NewElection(c, p) },
+		Election: true,
 	},
 	{
-		Name:    "herd-election",
-		Summary: "election whose candidates all watch the children (the herd)",
-		Source:  "ZooKeeper's recipes page on the herd effect",
-		New:     func(c Conn, p string, _ Options) Lock { return NewHerdElection(c, p) },
+		Name:     "herd-election",
+		Summary:  "election whose candidates all watch the children (the herd)",
+		Source:   "ZooKeeper's recipes page on the herd effect",
+		New:      func(c Conn, p string, _ Options) Lock { return NewHerdElection(c, p) },
+		Election: true,
 	},
 	{
 		Name:    "persistent-lock",
@@ -140,6 +147,14 @@ var registry = []Recipe{
 		Source:  "seed 002 on reading and watching in one call",
 		Flaw:    "a predecessor that leaves between the listing and the watch leaves a creation watch that never fires: the waiter sleeps on a free lock",
 		New:     func(c Conn, p string, _ Options) Lock { return NewLostWakeupLock(c, p) },
+	},
+	{
+		Name:     "old-session-latch",
+		Summary:  "leader-latch that leads on its previous session's node after its client starts a new session",
+		Source:   "Curator LeaderLatch without its reset on a new session; Curator 2's new handle after a connection timeout",
+		Flaw:     "it trusts the old session's candidate node without comparing its ephemeralOwner with the current session: when the old session expires, the server deletes the node and the next candidate leads too (split-brain)",
+		New:      func(c Conn, p string, _ Options) Lock { return NewOldSessionLatch(c, p) },
+		Election: true,
 	},
 }
 

@@ -172,17 +172,25 @@ func (r *runner) describeNode(n probeNode, waiters []int) string {
 // cause tells the history that left the node where it is.
 func (r *runner) cause(f nodeFacts, waiters []int) string {
 	if l := f.lease; l != nil {
+		// An election's lease is a term: its holder leads, and gives
+		// leadership up by abdicating.
+		held, holds, lease, releasing, released, release := "held", "holds", "lease", "releasing it", "released", "release"
+		if r.sc.Election() {
+			held, holds, lease, releasing, released, release = "led on", "leads on", "term", "abdicating", "abdicated", "abdication"
+		}
 		switch {
 		case !l.releaseCalled && r.obs.crashed(l.client):
-			return fmt.Sprintf("c%d held it (its lease from step %d) and crashed at step %d before releasing it", l.client, l.acquireReturn, r.obs.crashStep[l.client])
+			return fmt.Sprintf("c%d %s it (its %s from step %d) and crashed at step %d before %s", l.client, held, lease, l.acquireReturn, r.obs.crashStep[l.client], releasing)
+		case !l.releaseCalled && slices.Contains(waiters, l.client):
+			return fmt.Sprintf("c%d %s it (its %s from step %d) and waits behind it for another grant: the waiter waits on itself (a self-deadlock)", l.client, holds, lease, l.acquireReturn)
 		case !l.releaseCalled:
-			return fmt.Sprintf("c%d holds it (its lease from step %d), never released", l.client, l.acquireReturn)
+			return fmt.Sprintf("c%d %s it (its %s from step %d), never %s", l.client, holds, lease, l.acquireReturn, released)
 		case !l.releaseReturned:
-			return fmt.Sprintf("c%d's release from step %d never returned (a failed release)", l.client, l.releaseCall)
+			return fmt.Sprintf("c%d's %s from step %d never returned (a failed %s)", l.client, release, l.releaseCall, release)
 		case l.releaseErr != nil:
-			return fmt.Sprintf("c%d's release at step %d failed (%v) and left it (a failed release)", l.client, l.releaseCall, l.releaseErr)
+			return fmt.Sprintf("c%d's %s at step %d failed (%v) and left it (a failed %s)", l.client, release, l.releaseCall, l.releaseErr, release)
 		default:
-			return fmt.Sprintf("c%d's release at step %d returned without removing it (a failed release)", l.client, l.releaseCall)
+			return fmt.Sprintf("c%d's %s at step %d returned without removing it (a failed %s)", l.client, release, l.releaseCall, release)
 		}
 	}
 	waiting := f.known && slices.Contains(waiters, f.client)

@@ -62,16 +62,21 @@ const (
 	// allowed, as long as each session's move forward and see its own
 	// writes (RunOptions.Znodes; a run of one server does not list it).
 	CheckSequential = "zk-sequential"
+	// CheckUser is the linearizability of a user's own operations,
+	// recorded by the workload (Worker.Begin) and checked against the
+	// user's porcupine model (RunOptions.Model). A run without a model
+	// has no such check.
+	CheckUser = "user-linearizable"
 )
 
 // CheckNames lists every check, in the order a verdict shows them.
-var CheckNames = []string{CheckRun, CheckLock, CheckStore, CheckZKHolders, CheckSplitBrain, CheckLiveness, CheckDeadWatches, CheckZnodes, CheckSequential}
+var CheckNames = []string{CheckRun, CheckLock, CheckStore, CheckZKHolders, CheckSplitBrain, CheckLiveness, CheckDeadWatches, CheckZnodes, CheckSequential, CheckUser}
 
 // DefaultViolations are the checks whose failure makes a run a failure
 // for exploration and for Test: all but split-brain, which a correct
 // recipe shows under long pauses (the fenced store is what must stay
 // safe then).
-var DefaultViolations = []string{CheckRun, CheckLock, CheckStore, CheckZKHolders, CheckLiveness, CheckDeadWatches, CheckZnodes, CheckSequential}
+var DefaultViolations = []string{CheckRun, CheckLock, CheckStore, CheckZKHolders, CheckLiveness, CheckDeadWatches, CheckZnodes, CheckSequential, CheckUser}
 
 // herdFigureNames are the herd figures, as "expect herd.NAME N" names
 // them.
@@ -249,6 +254,9 @@ func (r *runner) check(znodeOps []sim.Operation, lastStep uint64) *Verdict {
 	v.Checks = append(v.Checks, runRes, r.checkLock(timeout), r.checkStore(timeout))
 	v.Checks = append(v.Checks, r.checkOverlap(CheckZKHolders, lastStep), r.checkOverlap(CheckSplitBrain, lastStep))
 	v.Checks = append(v.Checks, r.checkLiveness(), r.checkDeadWatches())
+	if r.opts.Model != nil {
+		v.Checks = append(v.Checks, r.checkUser(timeout))
+	}
 	switch {
 	case r.real != nil:
 		v.Checks = append(v.Checks, CheckResult{Name: CheckZnodes, Outcome: Skipped, Detail: "needs the simulator's own history of the server"})
@@ -321,6 +329,9 @@ func (r *runner) lockOperations() []porcupine.Operation {
 	for _, l := range r.hist.locks {
 		if !l.returned {
 			continue // never answered: it changed nothing anyone saw
+		}
+		if l.reentered {
+			continue // inside its client's own hold: the hold is the operation
 		}
 		ops = append(ops, porcupine.Operation{
 			ClientId: l.client - 1,
@@ -541,13 +552,38 @@ func (r *runner) checkOverlap(name string, lastStep uint64) CheckResult {
 				}
 			}
 			what := "hold in ZooKeeper's view"
-			if name == CheckSplitBrain {
+			switch {
+			case name == CheckSplitBrain && r.sc.Election():
+				what = "believe they lead at once"
+			case name == CheckSplitBrain:
 				what = "believe they hold the lock"
+			case r.sc.Election():
+				what = "lead at once in ZooKeeper's view"
 			}
 			return CheckResult{Name: name, Outcome: Fail, Detail: fmt.Sprintf("at step %d, %s %s", s.start, strings.Join(who, " and "), what)}
 		}
 	}
+	if r.sc.Election() {
+		return CheckResult{Name: name, Outcome: Pass, Detail: Plural(len(spans), "term")}
+	}
 	return CheckResult{Name: name, Outcome: Pass, Detail: Plural(len(spans), "lease")}
+}
+
+// waitedFor is what a client stuck in its acquire did: waited for the
+// lock, or campaigned for leadership in an election.
+func (r *runner) waitedFor() string {
+	if r.sc.Election() {
+		return "campaigned for leadership"
+	}
+	return "waited for the lock"
+}
+
+// releaseWord names a release: an abdication in an election.
+func (r *runner) releaseWord() string {
+	if r.sc.Election() {
+		return "abdication"
+	}
+	return "release"
 }
 
 func cmpUint(a, b uint64) int {
@@ -578,10 +614,10 @@ func (r *runner) checkLiveness() CheckResult {
 		}
 		switch {
 		case last != nil && !last.returned:
-			stuck = append(stuck, fmt.Sprintf("c%d waited for the lock from step %d (%v) to the end (%v)", i, last.acquireCall, last.acquireCallTime.Round(time.Millisecond), r.endTime.Round(time.Millisecond)))
+			stuck = append(stuck, fmt.Sprintf("c%d %s from step %d (%v) to the end (%v)", i, r.waitedFor(), last.acquireCall, last.acquireCallTime.Round(time.Millisecond), r.endTime.Round(time.Millisecond)))
 			waiters = append(waiters, i)
 		case last != nil && last.releaseCalled && !last.releaseReturned:
-			stuck = append(stuck, fmt.Sprintf("c%d's release from step %d never returned", i, last.releaseCall))
+			stuck = append(stuck, fmt.Sprintf("c%d's %s from step %d never returned", i, r.releaseWord(), last.releaseCall))
 		default:
 			stuck = append(stuck, fmt.Sprintf("c%d did not finish its cycles", i))
 		}

@@ -54,7 +54,7 @@ func runCorpus(o *ExploreOptions, entries []corpusEntry) (*Coverage, *Result, st
 		if en.sc.Recipe != o.Recipe {
 			continue // another recipe's corpus shares the directory
 		}
-		r, err := Run(en.sc, RunOptions{Recipe: o.New, Lock: o.Lock, CheckTimeout: o.CheckTimeout, Coverage: true, Znodes: o.Znodes})
+		r, err := Run(en.sc, RunOptions{Recipe: o.New, Lock: o.Lock, CheckTimeout: o.CheckTimeout, Coverage: true, Znodes: o.Znodes, Workload: o.Program, Model: o.Model})
 		if err != nil {
 			return nil, nil, "", fmt.Errorf("explore: corpus %s: %w", en.file, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/zklab/zklab/recipes"
 	"github.com/zklab/zklab/sim"
 	"pgregory.net/rapid"
@@ -36,6 +37,18 @@ type ExploreOptions struct {
 	Store StoreKind
 	// SessionTimeout for every client; default 10 s.
 	SessionTimeout time.Duration
+	// Workload names the program every client runs (a scenario's
+	// workload line): a built-in one, or the user's own, which
+	// Program then supplies; empty: cycles. Model is the porcupine model
+	// of the user's own operations (RunOptions.Model).
+	Workload string
+	Program  Workload
+	Model    *porcupine.Model
+	// Hold bounds the time a holder holds, between the store's read and
+	// write: each run draws from 0 to it, by milliseconds; default 50 ms.
+	// A leader's term is long: an election's flaws that show only while
+	// the leader still acts (old-session-latch) need holds of seconds.
+	Hold time.Duration
 	// Faults are the fault kinds a run may draw (nil: all of them, the
 	// ensemble's too when Servers has a size above 1; an empty non-nil
 	// slice: none); MaxFaults bounds how many (default 3). A run of one
@@ -239,6 +252,17 @@ func drawScenario(t *rapid.T, o *ExploreOptions) *Scenario {
 	return sc
 }
 
+// holdDefault is the default bound of a run's hold.
+const holdDefault = 50 * time.Millisecond
+
+// holdMaxMs is the bound of a run's hold in milliseconds.
+func holdMaxMs(hold time.Duration) int {
+	if hold <= 0 {
+		hold = holdDefault
+	}
+	return int(hold / time.Millisecond)
+}
+
 // drawWorkload draws the workload: clients, cycles, hold, seed, readers.
 func drawWorkload(t *rapid.T, o *ExploreOptions) *Scenario {
 	minClients, minCycles := min(2, o.Clients), 1
@@ -250,11 +274,12 @@ func drawWorkload(t *rapid.T, o *ExploreOptions) *Scenario {
 		Leases:         o.Leases,
 		Clients:        rapid.IntRange(minClients, o.Clients).Draw(t, "clients"),
 		Cycles:         rapid.IntRange(minCycles, o.Cycles).Draw(t, "cycles"),
-		Hold:           time.Duration(rapid.IntRange(0, 50).Draw(t, "hold_ms")) * time.Millisecond,
+		Hold:           time.Duration(rapid.IntRange(0, holdMaxMs(o.Hold)).Draw(t, "hold_ms")) * time.Millisecond,
 		Store:          o.Store,
 		SessionTimeout: o.SessionTimeout,
 		Seed:           rapid.Uint64Range(0, 1<<16).Draw(t, "seed"),
 	}
+	sc.Workload = o.Workload
 	if o.Leases > 1 || o.Recipe == "rw-lock" || o.Recipe == "herd-rw-lock" {
 		for c := 1; c <= sc.Clients; c++ {
 			if (o.Recipe == "rw-lock" || o.Recipe == "herd-rw-lock") && rapid.Bool().Draw(t, "reader") {
@@ -456,7 +481,7 @@ func Explore(o ExploreOptions) (*ExploreResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("explore: the scenario file written does not parse: %w", err)
 	}
-	again, err := Run(sc, RunOptions{Recipe: o.New, Lock: o.Lock, CheckTimeout: o.CheckTimeout, Znodes: o.Znodes})
+	again, err := Run(sc, RunOptions{Recipe: o.New, Lock: o.Lock, CheckTimeout: o.CheckTimeout, Znodes: o.Znodes, Workload: o.Program, Model: o.Model})
 	if err != nil {
 		return res, err
 	}

@@ -85,7 +85,7 @@ func exploreOnZK(o ExploreOptions) (*ExploreResult, error) {
 	kinds := o.Faults
 	rng := rand.New(rand.NewPCG(o.Seed, 0x7a6b6c6162))
 	run := func(sc *Scenario) (*Result, error) {
-		return Run(sc, RunOptions{ZK: o.ZK, Recipe: o.New, Lock: o.Lock, CheckTimeout: o.CheckTimeout})
+		return Run(sc, RunOptions{ZK: o.ZK, Recipe: o.New, Lock: o.Lock, CheckTimeout: o.CheckTimeout, Workload: o.Program, Model: o.Model})
 	}
 	res := &ExploreResult{}
 	start := time.Now()

@@ -35,6 +35,10 @@ type lockRec struct {
 	releaseReturn   uint64
 	releaseReturned bool
 	releaseErr      error
+	// reentered: granted again to a client that held the lock already,
+	// on the same nodes with the same token (a reentrant recipe); it is
+	// part of that hold, not a grant of its own.
+	reentered bool
 }
 
 // updateRec is one critical section's update of the store.
@@ -59,9 +63,26 @@ type updateRec struct {
 type history struct {
 	locks   []*lockRec
 	updates []*updateRec
+	// userOps are the user's own operations (Worker.Begin).
+	userOps []*UserOp
 	// marks are what happened to the clients rather than what they did:
 	// the faults injected and ended, and the sessions the server expired.
 	marks []markRec
+}
+
+// holding reports whether client's lease l, just granted, falls inside
+// a hold the client already has: an earlier grant of its, not yet
+// released, on the same nodes with the same token (a reentrant acquire).
+func (h *history) holding(client int, l *lockRec) bool {
+	for _, o := range h.locks {
+		if o == l || o.client != client || !o.granted || o.releaseCalled || o.reentered {
+			continue
+		}
+		if o.token == l.token && slices.Equal(o.nodes, l.nodes) {
+			return true
+		}
+	}
+	return false
 }
 
 // markRec is one line of the timeline the run's trace gives: a fault, or

@@ -25,7 +25,7 @@ func TestLong(t *testing.T) {
 		var times []time.Duration
 		var lines []int
 		for seed := uint64(1); seed <= seeds; seed++ {
-			res, err := Explore(ExploreOptions{Recipe: tg.recipe, Store: tg.store, Time: 30 * time.Second, Seed: seed, Dir: t.TempDir(), ShrinkTime: 5 * time.Second})
+			res, err := Explore(shapeFor(tg.recipe, ExploreOptions{Recipe: tg.recipe, Store: tg.store, Time: 30 * time.Second, Seed: seed, Dir: t.TempDir(), ShrinkTime: 5 * time.Second}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,7 +97,7 @@ func TestFirstViolationByStrategy(t *testing.T) {
 			var times []time.Duration
 			missed := 0
 			for seed := uint64(1); seed <= uint64(seeds); seed++ {
-				res, err := Explore(ExploreOptions{Recipe: tg.recipe, Store: tg.store, Strategy: strategy, Time: 30 * time.Second, Seed: seed, Parallel: 1, Dir: t.TempDir(), ShrinkTime: time.Millisecond})
+				res, err := Explore(shapeFor(tg.recipe, ExploreOptions{Recipe: tg.recipe, Store: tg.store, Strategy: strategy, Time: 30 * time.Second, Seed: seed, Parallel: 1, Dir: t.TempDir(), ShrinkTime: time.Millisecond}))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -37,6 +37,9 @@ type Report struct {
 	// Real is set for a run on a real server: steps are then the order in
 	// which the run noted its events, and times are wall-clock.
 	Real bool
+	// Election is set when the clients campaign for leadership
+	// (Scenario.Election): a hold is then a term, and a wait a campaign.
+	Election bool
 }
 
 // Hold is a stretch of steps in which a client believed it held the lock:
@@ -120,7 +123,7 @@ type View struct {
 const reportTimeout = 5 * time.Second
 
 func (r *runner) report(lastStep uint64) *Report {
-	rep := &Report{Clients: r.sc.Clients, Events: r.obs.events, SessionTimeout: r.sc.SessionTimeout, Steps: lastStep, End: r.endTime, Real: r.real != nil}
+	rep := &Report{Clients: r.sc.Clients, Events: r.obs.events, SessionTimeout: r.sc.SessionTimeout, Steps: lastStep, End: r.endTime, Real: r.real != nil, Election: r.sc.Election()}
 	for _, l := range r.hist.locks {
 		w := Wait{Client: l.client, From: l.acquireCall, To: lastStep, FromTime: l.acquireCallTime, ToTime: r.endTime}
 		if l.returned {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/zklab/zklab/recipes"
 	"github.com/zklab/zklab/sim"
 )
@@ -78,6 +79,10 @@ type RunOptions struct {
 	// workload line names none of the built-in ones (a user's own);
 	// see Workload.
 	Workload Workload
+	// Model is the porcupine model of a user's own operations, which
+	// the workload records with Worker.Begin; the user-linearizable
+	// check runs it on them. Nil: no such check.
+	Model *porcupine.Model
 	// Strategy makes the scheduling decisions instead of the scenario's
 	// schedule (exploration); the decisions it makes are recorded in
 	// Result.Scenario.Schedule.
@@ -189,6 +194,11 @@ func Run(sc *Scenario, o RunOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Workload == nil {
+		if err := checkWorkload(sc, lockKind, o.Recipe != nil); err != nil {
+			return nil, err
+		}
+	}
 	if len(o.ZK) > 0 {
 		return runOnZK(sc, o, ctor, lockKind, program)
 	}
@@ -222,6 +232,8 @@ type runner struct {
 	ctor     Constructor
 	program  Workload
 	lockKind string
+	// shared is the user's value of the run (Worker.Shared).
+	shared   any
 	lockPath string
 	w        *sim.World
 	real     *zkRun

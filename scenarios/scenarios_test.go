@@ -162,7 +162,7 @@ func TestExploreEveryRecipe(t *testing.T) {
 			if r.Flawed() {
 				o.Runs = 2000
 			}
-			res, err := Explore(o)
+			res, err := Explore(shapeFor(r.Name, o))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -101,7 +101,7 @@ func (s *scenarioShrinker) try(sc *Scenario) *Result {
 	s.runs++
 	sc = sc.clone()
 	sc.Expect, sc.layout = nil, nil
-	r, err := Run(sc, RunOptions{Recipe: s.o.New, Lock: s.o.Lock, CheckTimeout: s.o.CheckTimeout, Znodes: s.o.Znodes})
+	r, err := Run(sc, RunOptions{Recipe: s.o.New, Lock: s.o.Lock, CheckTimeout: s.o.CheckTimeout, Znodes: s.o.Znodes, Workload: s.o.Program, Model: s.o.Model})
 	if err != nil || !s.fails(r) {
 		return nil
 	}

@@ -22,7 +22,7 @@ func TestShrinkSizes(t *testing.T) {
 	targets := violationTargets()
 	for _, tg := range targets {
 		for seed := uint64(1); seed <= 5; seed++ {
-			res, err := Explore(ExploreOptions{Recipe: tg.recipe, Store: tg.store, Time: 30 * time.Second, Seed: seed, Dir: t.TempDir()})
+			res, err := Explore(shapeFor(tg.recipe, ExploreOptions{Recipe: tg.recipe, Store: tg.store, Time: 30 * time.Second, Seed: seed, Dir: t.TempDir()}))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/go-zookeeper/zk"
 	"github.com/zklab/zklab/recipes"
 	"github.com/zklab/zklab/sim"
@@ -66,6 +67,14 @@ type Options struct {
 	// Parallel is the number of runs at once (default GOMAXPROCS); the
 	// runs, the failure and its file do not depend on it.
 	Parallel int
+	// Workload names the clients' program, which the scenario file
+	// records: a built-in one, or the user's own that Program supplies
+	// (a replay with -zklab.replay runs Program again). Model is the
+	// porcupine model of the user's own operations (Worker.Begin),
+	// checked as user-linearizable.
+	Workload string
+	Program  Workload
+	Model    *porcupine.Model
 }
 
 // TestResult is what Test found.
@@ -109,6 +118,7 @@ func Test(t TB, name string, newLock Constructor, o Options) *TestResult {
 		Runs: o.Runs, Time: o.Time, Strategy: o.Strategy, Depth: o.Depth, Seed: o.Seed,
 		Store: o.Store, SessionTimeout: o.SessionTimeout, Violations: o.Violations, Dir: o.Dir,
 		ShrinkTime: o.ShrinkTime, Parallel: o.Parallel,
+		Workload: o.Workload, Program: o.Program, Model: o.Model,
 	})
 	if err != nil && (res == nil || res.Failure == nil) {
 		t.Fatalf("zklab: %v", err)
@@ -172,7 +182,7 @@ func replayInTest(t TB, name string, newLock Constructor, o Options, file string
 		t.Logf("zklab: -zklab.replay %s: the file is a scenario of %q, not of %q: not replayed here", file, sc.Recipe, name)
 		return &TestResult{File: file}
 	}
-	res, err := Replay(sc, RunOptions{Recipe: newLock, Lock: o.Lock})
+	res, err := Replay(sc, RunOptions{Recipe: newLock, Lock: o.Lock, Workload: o.Program, Model: o.Model})
 	if err != nil {
 		t.Fatalf("zklab: -zklab.replay %s: %v", file, err)
 		return nil

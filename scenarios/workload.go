@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,6 +51,30 @@ var workloads = []struct {
 	{"cycles", "Cycles times: acquire, update the store, release, think; a failed acquire backs off and uses up its cycle", cyclesWorkload},
 	{"try-cycles", "Cycles times: try-acquire until granted (backing off between tries), update the store, release, think", tryCyclesWorkload},
 	{"lead", "campaign for leadership; as leader, update the store Cycles times while the term is held (not SUSPENDED or LOST); abdicate", leadWorkload},
+	{"re-enter", "Cycles times: acquire, update the store, acquire again re-entrantly (reentrant recipes only), update, release both, think", reEnterWorkload},
+	{"read-then-write", "take the read lock, then the write lock while holding it (read/write locks only): ZooKeeper's recipe queues the write behind the client's own read, a self-deadlock", readThenWriteWorkload},
+}
+
+// reentrantRecipes are the registry's recipes whose handle takes the lock
+// again while it holds it (Curator's InterProcessMutex and what is built
+// on it); every other recipe's handle would queue behind its own node.
+var reentrantRecipes = []string{"reentrant-mutex", "multi-lock", "leader-selector"}
+
+// checkWorkload refuses a built-in workload the scenario's lock cannot
+// run: re-enter on a recipe that is not reentrant, read-then-write on a
+// lock that is not a read/write lock.
+func checkWorkload(sc *Scenario, lockKind string, userRecipe bool) error {
+	switch sc.Workload {
+	case "re-enter":
+		if !userRecipe && !slices.Contains(reentrantRecipes, sc.Recipe) {
+			return fmt.Errorf("scenario: workload re-enter needs a reentrant recipe (%s); %s's handle would queue behind its own node", strings.Join(reentrantRecipes, ", "), sc.Recipe)
+		}
+	case "read-then-write":
+		if lockKind != "rwlock" {
+			return fmt.Errorf("scenario: workload read-then-write needs a read/write lock (rw-lock, herd-rw-lock, or a user's recipe with lock rwlock), not %s (%s model)", Cut(sc.Recipe), lockKind)
+		}
+	}
+	return nil
 }
 
 // defaultWorkload is the workload of a scenario without a workload line.
@@ -120,6 +145,7 @@ type Worker struct {
 	client int
 	conn   *observedConn
 	lock   Lock
+	sides  map[bool]Lock // read and write handles (AcquireRead, AcquireWrite)
 }
 
 // A Held is a lease a Worker acquired, with its record in the history.
@@ -182,8 +208,11 @@ func (w *Worker) TryAcquire(ctx context.Context) (*Held, error) {
 }
 
 func (w *Worker) acquire(ctx context.Context, call func(context.Context) (Lease, error)) (*Held, error) {
+	return w.acquireSide(ctx, call, w.r.sc.options(w.client).Read)
+}
+
+func (w *Worker) acquireSide(ctx context.Context, call func(context.Context) (Lease, error), shared bool) (*Held, error) {
 	r, i := w.r, w.client
-	shared := r.sc.options(i).Read
 	r.mu.Lock()
 	l := r.hist.add(lockRec{client: i, shared: shared, acquireCall: r.step(), acquireCallTime: r.now()})
 	r.mu.Unlock()
@@ -197,6 +226,7 @@ func (w *Worker) acquire(ctx context.Context, call func(context.Context) (Lease,
 	l.acquireReturn, l.acquireReturnTime, l.acquireErr, l.returned = r.step(), r.now(), err, true
 	if err == nil {
 		l.granted, l.token, l.session, l.nodes = true, lease.Token(), lease.SessionID(), lease.Nodes()
+		l.reentered = r.hist.holding(i, l)
 		r.obs.tree.holdLives(l)
 	}
 	r.mu.Unlock()
@@ -261,6 +291,54 @@ func (w *Worker) Release(ctx context.Context, held *Held) error {
 	l.releaseReturn, l.releaseReturned = r.step(), true
 	r.mu.Unlock()
 	return err
+}
+
+// ErrNotReentrant: the re-enter workload's lock does not say it is
+// reentrant (a user's Lock says so with a Reentrant method).
+var ErrNotReentrant = errors.New("scenarios: the lock is not reentrant")
+
+// A ReentrantLock is a user's Lock that says whether its handle takes the
+// lock again while it holds it.
+type ReentrantLock interface {
+	Lock
+	Reentrant() bool
+}
+
+// Reacquire takes the lock again while held is held, for a reentrant
+// recipe: recorded as an acquire, and as part of held's hold when the
+// recipe grants it on the same nodes with the same token (otherwise it
+// is a second grant, which the lock's checks judge as one). It refuses
+// with ErrNotReentrant a user's lock that does not say it is reentrant.
+func (w *Worker) Reacquire(ctx context.Context, held *Held) (*Held, error) {
+	if _, ok := w.lock.(recipeLock); !ok {
+		if rl, ok := w.lock.(ReentrantLock); !ok || !rl.Reentrant() {
+			return nil, ErrNotReentrant
+		}
+	}
+	return w.acquireSide(ctx, w.lock.Acquire, held.rec.shared)
+}
+
+// AcquireRead and AcquireWrite take the read or the write side of a
+// read/write lock through handles of their own (built with the
+// scenario's constructor, as a second object of the user's would be),
+// whatever side the scenario's readers line gives the client.
+func (w *Worker) AcquireRead(ctx context.Context) (*Held, error) { return w.acquireWith(ctx, true) }
+
+// AcquireWrite: see AcquireRead.
+func (w *Worker) AcquireWrite(ctx context.Context) (*Held, error) { return w.acquireWith(ctx, false) }
+
+func (w *Worker) acquireWith(ctx context.Context, read bool) (*Held, error) {
+	if w.sides == nil {
+		w.sides = map[bool]Lock{}
+	}
+	l, ok := w.sides[read]
+	if !ok {
+		o := w.r.sc.options(w.client)
+		o.Read = read
+		l = w.r.ctor(w.conn, w.r.lockPath, o)
+		w.sides[read] = l
+	}
+	return w.acquireSide(ctx, l.Acquire, read)
 }
 
 // Lead campaigns for leadership with an election recipe: Acquire, in the
@@ -362,7 +440,85 @@ func leadWorkload(ctx context.Context, w *Worker) error {
 	return nil
 }
 
+// reEnterWorkload is a reentrant holder's program: Cycles times acquire,
+// update the store, acquire again while holding (Curator's
+// InterProcessMutex counts the holds of one owner), update under the
+// inner lease, release the inner lease (the lock stays held) and the
+// outer one, think. A recipe that queues the second acquire behind its
+// own node never returns from it: the liveness check names the waiter
+// waiting on itself.
+func reEnterWorkload(ctx context.Context, w *Worker) error {
+	for range w.Cycles() {
+		outer, err := w.Acquire(ctx)
+		if err != nil {
+			if err := w.Sleep(ctx, acquireBackoff); err != nil {
+				return err
+			}
+			continue
+		}
+		w.Update(ctx, outer)
+		inner, err := w.Reacquire(ctx, outer)
+		if errors.Is(err, ErrNotReentrant) {
+			w.Release(ctx, outer)
+			return err
+		}
+		if err == nil {
+			w.Update(ctx, inner)
+			w.Release(ctx, inner)
+		}
+		w.Release(ctx, outer)
+		if w.Think() > 0 {
+			if err := w.Sleep(ctx, w.Think()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// readThenWriteWorkload takes the read lock, then the write lock while
+// it still holds the read lock, as code that reads and then decides to
+// write does. ZooKeeper's read/write recipe (and Curator's, which refuses
+// an upgrade on one handle only) queues the write node behind the
+// client's own read node: the write never comes, and the liveness check
+// names a waiter waiting on itself. Should the write be granted, the
+// client updates the store and releases both.
+func readThenWriteWorkload(ctx context.Context, w *Worker) error {
+	for range w.Cycles() {
+		read, err := w.AcquireRead(ctx)
+		if err != nil {
+			if err := w.Sleep(ctx, acquireBackoff); err != nil {
+				return err
+			}
+			continue
+		}
+		write, err := w.AcquireWrite(ctx)
+		if err == nil {
+			w.Update(ctx, write)
+			w.Release(ctx, write)
+		}
+		w.Release(ctx, read)
+		if w.Think() > 0 {
+			if err := w.Sleep(ctx, w.Think()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // LockOf adapts one handle of the recipes package (a lock, or a leader
 // election whose Acquire campaigns and whose lease is the term) to the
 // testbed's Lock.
 func LockOf(l recipes.Lock) Lock { return recipeLock{l} }
+
+// Election reports whether the scenario's clients campaign for
+// leadership: its recipe is a leader election (recipes.Recipe.Election)
+// or its workload is lead. The checks and the report then speak of
+// leaders and terms rather than holders and leases.
+func (s *Scenario) Election() bool {
+	if r, ok := recipes.Lookup(s.Recipe); ok && r.Election {
+		return true
+	}
+	return s.Workload == "lead"
+}

@@ -521,6 +521,41 @@ func (ww *watchWait) reset() {
 	*ww = watchWait{watches: ww.watches[:0]}
 }
 
+// NewSession gives the client's session up and starts a new one
+// (recipes.Conn): the old handle is closed without waiting, as Curator's
+// reset of its ZooKeeper handle does, and a new one connects with no
+// session. A closeSession goes out on the live connection, if there is
+// one, unanswered; otherwise nothing reaches the server, and the old
+// session lives, with its ephemerals, until the server expires it.
+// Requests pending fail with zk.ErrClosing and every watch ends with
+// EventNotWatching (zk.ErrClosing), as zk.Conn.Close makes them.
+func (c *Client) NewSession(ctx context.Context) error {
+	if err := c.callable(ctx); err != nil {
+		return err
+	}
+	c.w.emit(Event{Kind: "call", Client: c.id, Session: c.sessionID, Op: "newSession"})
+	if c.authed && !c.resending {
+		c.w.sendToServer(c.conn, wireMsg{kind: wireRequest, req: Request{Xid: c.nextXid(), Op: OpCloseSession}})
+	}
+	c.w.stop(c.authTimer)
+	c.w.stop(c.pingTimer)
+	c.w.stop(c.recvTimer)
+	c.w.stop(c.dialTimer)
+	if c.conn != nil {
+		c.w.closeClientEnd(c.conn)
+		c.conn = nil
+	}
+	c.authed, c.resending = false, false
+	c.failInflight(zk.ErrClosing)
+	c.flushUnsent(zk.ErrClosing)
+	c.invalidateWatches(zk.ErrClosing)
+	c.sessionID, c.passwd, c.lastZxid = 0, nil, 0
+	c.rounds = 0
+	c.setState(zk.StateDisconnected)
+	c.w.after(0, c, "connect", c.startRound)
+	return nil
+}
+
 // Go runs fn as a task of the client's process (recipes.Conn's
 // background work): scheduled like any task, killed with the process. On
 // a world already closed it does nothing: the run is over.

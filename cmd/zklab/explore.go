@@ -22,8 +22,8 @@ func init() {
 		usage: `Usage: zklab explore --recipe NAME [--clients N] [--cycles N] [--faults LIST]
                      [--runs N | --time D] [--seed S] [--strategy S] [--depth D]
                      [--store fenced|unfenced] [--leases N] [--out DIR] [--shard K/N]
-                     [--json] [--shrink-time D] [--session-timeout D] [--parallel N]
-                     [--corpus DIR] [--zk HOST:PORT[,...]] [--servers LIST]
+                     [--json] [--shrink-time D] [--session-timeout D] [--hold D] [--parallel N]
+                     [--workload NAME] [--corpus DIR] [--zk HOST:PORT[,...]] [--servers LIST]
 
 Runs the recipe's workload (acquire, read and write a protected store,
 release) under drawn fault schedules and scheduling decisions, and checks
@@ -101,6 +101,8 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	shard := fs.String("shard", "1/1", "explore part K of N of the seed space")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout")
 	shrinkTime := fs.Duration("shrink-time", shrinkTimeDefault, "the most wall time shrinking a failure may take; a shrink cut short may differ between machines")
+	workload := fs.String("workload", "", "the clients' program: "+strings.Join(scenarios.WorkloadNames(), ", ")+" (default cycles)")
+	hold := fs.Duration("hold", 50*time.Millisecond, "the longest a holder holds between the store's read and write; each run draws from 0 to it")
 	sessionTimeout := fs.Duration("session-timeout", 10*time.Second, "the session timeout every client asks for (a real server grants 4s to 40s by default)")
 	corpus := fs.String("corpus", "", "keep the runs that reach something new in this directory, and start from them")
 	parallel := fs.Int("parallel", 0, "schedules run at once (default: GOMAXPROCS)")
@@ -134,6 +136,12 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	if err := checkExploreFlags(fs, *clients, *cycles, *runs, *budget, *depth, *leases, *sessionTimeout, *shrinkTime); err != nil {
 		return err
 	}
+	if err := checkDurationFlag("hold", *hold, scenarios.MaxDuration); err != nil {
+		return err
+	}
+	if *workload != "" && !slices.Contains(scenarios.WorkloadNames(), *workload) {
+		return usagef("--workload: %s is not one of %s", scenarios.Cut(*workload), strings.Join(scenarios.WorkloadNames(), ", "))
+	}
 	if *leases > 0 && *recipe != "semaphore" {
 		return usagef("--leases is for the semaphore recipe, not %s", *recipe)
 	}
@@ -162,7 +170,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		Recipe: *recipe, Clients: *clients, Cycles: *cycles, Faults: kinds,
 		Runs: *runs, Time: *budget, Strategy: *strategy, Depth: *depth,
 		Store: scenarios.StoreKind(*store), Dir: *out, ShrinkTime: *shrinkTime, Leases: *leases,
-		SessionTimeout: *sessionTimeout, Parallel: *parallel, Corpus: *corpus,
+		SessionTimeout: *sessionTimeout, Parallel: *parallel, Corpus: *corpus, Hold: *hold, Workload: *workload,
 		Servers: sizes,
 		// Shard k of n explores seeds n*seed+k-1: the shards of one seed
 		// never repeat each other's schedules.

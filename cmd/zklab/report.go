@@ -602,13 +602,17 @@ func timeline(rep *scenarios.Report, story []storyStep) timelineView {
 		if outcome == "" {
 			outcome = "still waiting when the run ended"
 		}
-		t := fmt.Sprintf("%s waits for the lock, steps %d-%d, %s-%s: %s", clientName(w.Client), w.From, w.To, seconds(w.FromTime), seconds(w.ToTime), outcome)
+		waits, failed := "waits for the lock", "acquire failed"
+		if rep.Election {
+			waits, failed = "campaigns for leadership", "campaign failed"
+		}
+		t := fmt.Sprintf("%s %s, steps %d-%d, %s-%s: %s", clientName(w.Client), waits, w.From, w.To, seconds(w.FromTime), seconds(w.ToTime), outcome)
 		add(l, markView{Class: "wait", Shape: "rect", X: x0, Y: l.Y + rowHoldTop + 3, W: x1 - x0, H: rowHoldBot - rowHoldTop - 6, Title: t})
-		text := "waits for the lock"
+		text := waits
 		if w.Outcome == "" {
-			text = "waits for the lock, to the end"
+			text = waits + ", to the end"
 		} else if w.Outcome != "granted" {
-			text = "waits for the lock: acquire failed"
+			text = waits + ": " + failed
 		}
 		if x1-x0 > textWidth(text)+10 {
 			add(l, markView{Class: "wait-label", Shape: "text", X: x0 + 5, Y: l.Y + rowHoldMid + 4, Text: text, Title: t})
@@ -622,7 +626,10 @@ func timeline(rep *scenarios.Report, story []storyStep) timelineView {
 		}
 		x0, x1 := a.xStep(h.From), a.xStep(h.To)
 		what := "holds the lock"
-		if h.Shared {
+		switch {
+		case rep.Election:
+			what = "leads"
+		case h.Shared:
 			what = "holds the read lock"
 		}
 		t := fmt.Sprintf("%s %s (token %#x), steps %d-%d, %s-%s", clientName(h.Client), what, h.Token, h.From, h.To, seconds(h.FromTime), seconds(h.ToTime))
@@ -731,9 +738,13 @@ func timeline(rep *scenarios.Report, story []storyStep) timelineView {
 	for _, sw := range splitWindows(rep.Holds) {
 		x0, x1 := a.xStep(sw[0]), a.xStep(sw[1])
 		c1, c2 := int(sw[2]>>32), int(sw[2]&0xffffffff)
-		text := fmt.Sprintf("split brain: %s and %s both believe they hold the lock", clientName(c1), clientName(c2))
+		belief := "both believe they hold the lock"
+		if rep.Election {
+			belief = "both believe they lead"
+		}
+		text := fmt.Sprintf("split brain: %s and %s %s", clientName(c1), clientName(c2), belief)
 		wv := windowView{X: x0, W: max(3, x1-x0), Label: text, LabelX: x0, Anchor: "start",
-			Title: fmt.Sprintf("steps %d-%d (%s-%s): %s and %s both believe they hold the lock", sw[0], sw[1], seconds(a.timeOf(sw[0])), seconds(a.timeOf(sw[1])), clientName(c1), clientName(c2))}
+			Title: fmt.Sprintf("steps %d-%d (%s-%s): %s and %s %s", sw[0], sw[1], seconds(a.timeOf(sw[0])), seconds(a.timeOf(sw[1])), clientName(c1), clientName(c2), belief)}
 		if x0+textWidth(text) > svgWidth-4 {
 			wv.LabelX, wv.Anchor = x1, "end"
 		}

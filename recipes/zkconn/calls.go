@@ -14,7 +14,7 @@ func (c *Conn) Create(ctx context.Context, path string, data []byte, flags int32
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	return c.zk.Create(path, data, flags, acl)
+	return c.handle().Create(path, data, flags, acl)
 }
 
 // CreateContainer is zk.Conn.CreateContainer.
@@ -22,7 +22,7 @@ func (c *Conn) CreateContainer(ctx context.Context, path string, data []byte, fl
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	return c.zk.CreateContainer(path, data, flags, acl)
+	return c.handle().CreateContainer(path, data, flags, acl)
 }
 
 // Delete is zk.Conn.Delete.
@@ -30,7 +30,7 @@ func (c *Conn) Delete(ctx context.Context, path string, version int32) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return c.zk.Delete(path, version)
+	return c.handle().Delete(path, version)
 }
 
 // Exists is zk.Conn.Exists.
@@ -38,7 +38,7 @@ func (c *Conn) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) 
 	if err := ctx.Err(); err != nil {
 		return false, nil, err
 	}
-	return c.zk.Exists(path)
+	return c.handle().Exists(path)
 }
 
 // ExistsW is zk.Conn.ExistsW.
@@ -46,7 +46,7 @@ func (c *Conn) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan
 	if err := ctx.Err(); err != nil {
 		return false, nil, nil, err
 	}
-	return c.zk.ExistsW(path)
+	return c.handle().ExistsW(path)
 }
 
 // Get is zk.Conn.Get.
@@ -54,7 +54,7 @@ func (c *Conn) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	return c.zk.Get(path)
+	return c.handle().Get(path)
 }
 
 // GetW is zk.Conn.GetW.
@@ -62,7 +62,7 @@ func (c *Conn) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan 
 	if err := ctx.Err(); err != nil {
 		return nil, nil, nil, err
 	}
-	return c.zk.GetW(path)
+	return c.handle().GetW(path)
 }
 
 // Set is zk.Conn.Set.
@@ -70,7 +70,7 @@ func (c *Conn) Set(ctx context.Context, path string, data []byte, version int32)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return c.zk.Set(path, data, version)
+	return c.handle().Set(path, data, version)
 }
 
 // Children is zk.Conn.Children.
@@ -78,7 +78,7 @@ func (c *Conn) Children(ctx context.Context, path string) ([]string, *zk.Stat, e
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	return c.zk.Children(path)
+	return c.handle().Children(path)
 }
 
 // ChildrenW is zk.Conn.ChildrenW.
@@ -86,7 +86,7 @@ func (c *Conn) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat, 
 	if err := ctx.Err(); err != nil {
 		return nil, nil, nil, err
 	}
-	return c.zk.ChildrenW(path)
+	return c.handle().ChildrenW(path)
 }
 
 // Multi is zk.Conn.Multi.
@@ -94,7 +94,7 @@ func (c *Conn) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return c.zk.Multi(ops...)
+	return c.handle().Multi(ops...)
 }
 
 // Sync is zk.Conn.Sync.
@@ -102,5 +102,5 @@ func (c *Conn) Sync(ctx context.Context, path string) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	return c.zk.Sync(path)
+	return c.handle().Sync(path)
 }

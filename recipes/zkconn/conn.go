@@ -48,16 +48,25 @@ func WithLogger(logger zk.Logger) Option { return func(o *options) { o.logger = 
 // with the context checked before each is sent (zk takes no context, so a
 // sent request runs to its reply or to the loss of the connection).
 type Conn struct {
-	zk *zk.Conn
+	// servers, timeout, logger and dialer are what a new handle
+	// (NewSession) is made with.
+	servers []string
+	timeout time.Duration
+	logger  zk.Logger
+	dial    zk.Dialer
 
-	mu         sync.Mutex
+	mu sync.Mutex
+	// zk is the current handle, and dialer its dialer: NewSession
+	// replaces them.
+	zk         *zk.Conn
+	dialer     *handleDialer
 	changed    chan struct{} // closed and replaced at every session change
 	session    recipes.Session
 	closed     bool  // the event channel is closed: the client is closed
 	reportedID int64 // from the "authenticated" log line
 	reportedMs int32
 	reported   chan struct{} // closed and replaced at every such line
-	done       chan struct{} // closed when the event goroutine ends
+	done       chan struct{} // closed when the current handle's event goroutine ends
 	// background is the context of the recipes' background work (Go):
 	// cancelled by Close.
 	background     context.Context
@@ -84,25 +93,132 @@ func Dial(servers []string, sessionTimeout time.Duration, opts ...Option) (*Conn
 	if dialer == nil {
 		dialer = net.DialTimeout
 	}
-	conn, events, err := zk.Connect(servers, sessionTimeout,
-		zk.WithLogger(&logTap{c: c, next: o.logger}), zk.WithDialer(dialer))
+	c.servers, c.timeout = servers, sessionTimeout
+	c.logger, c.dial = &logTap{c: c, next: o.logger}, dialer
+	conn, d, events, err := c.connect()
 	if err != nil {
 		return nil, err
 	}
-	c.zk = conn
-	go c.watchSession(events)
+	c.zk, c.dialer = conn, d
+	go c.watchSession(conn, events, c.done)
 	return c, nil
 }
 
-// ZK returns the underlying go-zookeeper connection.
-func (c *Conn) ZK() *zk.Conn { return c.zk }
+// connect makes a new go-zookeeper handle, with a dialer of its own.
+func (c *Conn) connect() (*zk.Conn, *handleDialer, <-chan zk.Event, error) {
+	d := &handleDialer{next: c.dial}
+	conn, events, err := zk.Connect(c.servers, c.timeout, zk.WithLogger(c.logger), zk.WithDialer(d.Dial))
+	return conn, d, events, err
+}
+
+// errAbandoned: a handle NewSession gave up while disconnected dials no
+// more.
+var errAbandoned = errors.New("zkconn: the handle was given up for a new session")
+
+// A handleDialer dials for one handle, and can cut it off: a handle given
+// up while disconnected must not connect again to send its closeSession
+// (go-zookeeper's Close would send it on a connection that was being
+// made), as a client that abandons its handle does not.
+type handleDialer struct {
+	next zk.Dialer
+
+	mu        sync.Mutex
+	abandoned bool
+	last      net.Conn
+}
+
+// Dial is a zk.Dialer.
+func (d *handleDialer) Dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	d.mu.Lock()
+	abandoned := d.abandoned
+	d.mu.Unlock()
+	if abandoned {
+		return nil, errAbandoned
+	}
+	conn, err := d.next(network, address, timeout)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.abandoned {
+		conn.Close()
+		return nil, errAbandoned
+	}
+	d.last = conn
+	return conn, nil
+}
+
+// abandon closes the handle's connection and refuses its dials.
+func (d *handleDialer) abandon() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.abandoned = true
+	if d.last != nil {
+		d.last.Close()
+	}
+}
+
+// ZK returns the underlying go-zookeeper connection: the current handle.
+func (c *Conn) ZK() *zk.Conn { return c.handle() }
+
+// handle is the current go-zookeeper handle.
+func (c *Conn) handle() *zk.Conn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.zk
+}
 
 // Close closes the session (zk.Conn.Close) and waits for the event
 // goroutine to end.
 func (c *Conn) Close() {
 	c.stopBackground()
-	c.zk.Close()
-	<-c.done
+	c.mu.Lock()
+	h, done := c.zk, c.done
+	c.mu.Unlock()
+	h.Close()
+	<-done
+}
+
+// NewSession gives the current handle up and opens a new one, with a new
+// session (recipes.Conn): Curator's reset of its ZooKeeper handle, a new
+// zk.Connect. The old handle is closed in the background, not waited
+// for: its closeSession reaches the server only if it is connected, and
+// otherwise the old session lives until the server expires it, with its
+// ephemeral nodes (the old handle's dialer is cut off, so that it does
+// not connect again to send the close). Its requests fail and its watches end
+// (EventNotWatching, zk.ErrClosing) as zk.Conn.Close makes them.
+func (c *Conn) NewSession(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return zk.ErrClosing
+	}
+	conn, d, events, err := c.connect()
+	if err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	old, oldDialer, connected := c.zk, c.dialer, c.session.Connected()
+	c.zk, c.dialer, c.done = conn, d, make(chan struct{})
+	c.session.ID = 0
+	c.session.State = zk.StateDisconnected
+	c.session.TimeoutMs = int32(c.timeout / time.Millisecond)
+	c.session.Generation++
+	c.broadcastLocked()
+	done := c.done
+	c.mu.Unlock()
+	go c.watchSession(conn, events, done)
+	if !connected {
+		// Nothing reaches the server: the old session lives until it
+		// expires.
+		oldDialer.abandon()
+	}
+	go old.Close()
+	return nil
 }
 
 // Go runs fn on a goroutine of its own, with a context that Close
@@ -132,23 +248,28 @@ func (c *Conn) WaitUntil(ctx context.Context, ok func(recipes.Session) bool) (re
 	return s, nil
 }
 
-// watchSession is the one goroutine that reads zk's event channel. Every
-// session event updates the session view and bumps its generation.
-func (c *Conn) watchSession(events <-chan zk.Event) {
-	defer close(c.done)
+// watchSession is the goroutine that reads handle h's event channel.
+// Every session event of the current handle updates the session view and
+// bumps its generation; a handle NewSession gave up is heard no more.
+func (c *Conn) watchSession(h *zk.Conn, events <-chan zk.Event, done chan struct{}) {
+	defer close(done)
 	for ev := range events {
 		if ev.Type != zk.EventSession {
 			continue
 		}
 		if ev.State == zk.StateHasSession {
-			c.awaitReport()
+			c.awaitReport(h)
 		}
 		c.mu.Lock()
+		if c.zk != h {
+			c.mu.Unlock()
+			continue
+		}
 		c.session.State = ev.State
 		c.session.Generation++
 		switch ev.State {
 		case zk.StateHasSession:
-			c.session.ID = c.zk.SessionID()
+			c.session.ID = h.SessionID()
 			if c.reportedID == c.session.ID && c.reportedMs > 0 {
 				c.session.TimeoutMs = c.reportedMs
 			}
@@ -159,6 +280,10 @@ func (c *Conn) watchSession(events <-chan zk.Event) {
 		c.mu.Unlock()
 	}
 	c.mu.Lock()
+	if c.zk != h {
+		c.mu.Unlock()
+		return
+	}
 	c.closed = true
 	c.session.State = zk.StateDisconnected
 	c.session.Generation++
@@ -166,13 +291,13 @@ func (c *Conn) watchSession(events <-chan zk.Event) {
 	c.mu.Unlock()
 }
 
-// awaitReport waits, briefly, for the log line of the current session.
-func (c *Conn) awaitReport() {
+// awaitReport waits, briefly, for the log line of h's session.
+func (c *Conn) awaitReport(h *zk.Conn) {
 	timer := time.NewTimer(timeoutReportWait)
 	defer timer.Stop()
 	for {
 		c.mu.Lock()
-		ok := c.reportedID != 0 && c.reportedID == c.zk.SessionID()
+		ok := c.reportedID != 0 && c.reportedID == h.SessionID()
 		ch := c.reported
 		c.mu.Unlock()
 		if ok {

@@ -1,0 +1,103 @@
+package recipes_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zklab/zklab/recipes"
+	"github.com/zklab/zklab/sim"
+)
+
+// TestOldSessionLatch tells the story of a candidate whose client starts
+// a new session while its old one still lives on the server. c2 leads;
+// c1 and c3 wait behind it, c1 first. c1's connection breaks for longer
+// than a connection timeout (a quarter of the session timeout) but less
+// than the session timeout: the latch's listener gives the session up
+// and starts a new one, and c1's old candidate node lives on until the
+// server expires the old session. c2 abdicates meanwhile, so c1's old
+// node heads the queue when c1 is back. c1 leads for 8 s, longer than
+// its old session has left.
+//
+// leader-latch compares its node's owner with its session, takes a new
+// node, and leads only after the old one has gone and c3 has had its
+// turn: one leader at a time. old-session-latch leads on the old node at
+// once, for longer than the old session has left; when the old session
+// expires the server deletes the node and c3 leads too.
+func TestOldSessionLatch(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) { oldSessionStory(t, b) })
+}
+
+func oldSessionStory(t *testing.T, b backend) {
+	for _, c := range []struct {
+		recipe     string
+		twoLeaders bool
+	}{
+		{"leader-latch", false},
+		{"old-session-latch", true},
+	} {
+		t.Run(c.recipe, func(t *testing.T) {
+			r, _ := recipes.Lookup(c.recipe)
+			e := b.open(t, 3)
+			const dir = "/election/old-session"
+			c1, c2, c3 := e.Conn(t), e.Conn(t), e.Conn(t)
+			var mu sync.Mutex // the leaders' count, and c1's node: tasks are goroutines on a real server
+			leaders, most := 0, 0
+			var c1Owner, c1Session int64
+			begin := c1.Now()
+			lead := func(conn recipes.Conn, name string, start, term time.Duration, inspect func(ctx context.Context, l *recipes.Lease)) {
+				e.Go(conn, name, func(ctx context.Context) {
+					conn.Sleep(ctx, start)
+					actx, cancel := within(conn, time.Minute)
+					defer cancel()
+					l, err := r.New(conn, dir, recipes.Options{}).Acquire(actx)
+					if err != nil {
+						t.Errorf("%s: campaign: %v", name, err)
+						return
+					}
+					t.Logf("%s leads from %v in session %#x on %s", name, conn.Now().Sub(begin).Round(time.Millisecond), conn.Session().ID, l.Nodes()[0])
+					mu.Lock()
+					leaders++
+					most = max(most, leaders)
+					mu.Unlock()
+					if inspect != nil {
+						inspect(ctx, l)
+					}
+					conn.Sleep(ctx, term)
+					mu.Lock()
+					leaders--
+					mu.Unlock()
+					l.Release(ctx)
+				})
+			}
+			lead(c2, "c2", 0, 1500*time.Millisecond, nil)
+			lead(c1, "c1", 100*time.Millisecond, 8*time.Second, func(ctx context.Context, l *recipes.Lease) {
+				_, st, err := c1.Exists(ctx, l.Nodes()[0])
+				if err != nil {
+					t.Errorf("c1: reading its node: %v", err)
+					return
+				}
+				mu.Lock()
+				c1Owner, c1Session = st.EphemeralOwner, c1.Session().ID
+				mu.Unlock()
+			})
+			lead(c3, "c3", 200*time.Millisecond, 3*time.Second, nil)
+			e.Go(c1, "fault", func(ctx context.Context) {
+				c1.Sleep(ctx, 300*time.Millisecond)
+				if err := e.Inject(c1, sim.FaultDisconnect, 2*time.Second); err != nil {
+					t.Error(err)
+				}
+			})
+			if err := e.Run(); err != nil {
+				t.Fatal(err)
+			}
+			if got := most > 1; got != c.twoLeaders {
+				t.Errorf("at most %d leaders at once; want two leaders %v", most, c.twoLeaders)
+			}
+			if ours := c1Owner == c1Session; ours == c.twoLeaders {
+				t.Errorf("c1 led on a node owned by %#x in session %#x", c1Owner, c1Session)
+			}
+		})
+	}
+}
