@@ -369,6 +369,13 @@ func (s *Server) flushLocked() {
 			c.closeAfterFlush("closed by the server")
 		}
 	}
+	// Between two inputs, with the outputs taken: where a snapshot holds
+	// exactly the inputs logged before it.
+	if s.journal != nil && s.journal.snapshotDue() {
+		if err := s.journal.snapshot(s.sim); err != nil {
+			s.failLocked(err)
+		}
+	}
 }
 
 // failLocked stops the server because its journal failed: what was not
