@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/zklab/zklab/sim"
 )
@@ -71,6 +72,14 @@ type Journal struct {
 	buf        []byte // records not yet written
 	syncedZxid int64  // the simulated server's last zxid at the last sync
 	err        error  // the first write error: the journal is dead
+
+	// Group commit (see startGroupCommit).
+	group                         bool
+	kick                          chan struct{} // the syncer's wake-up
+	writing                       bool          // the syncer is writing a batch
+	syncs                         atomic.Int64  // fsyncs of the log, for tests
+	spare                         []byte        // the buffer the syncer gives back
+	appendSeq, txnSeq, durableSeq uint64
 
 	cfg      sim.ServerConfig // as the journal's first log has it (its EpochMs)
 	resumeMs int64            // the virtual time the server restarts at
@@ -534,7 +543,7 @@ func syncDir(dir string) error {
 
 // snapshotDue reports whether the current log has SnapCount inputs.
 func (j *Journal) snapshotDue() bool {
-	return j.err == nil && j.snapCount > 0 && j.logged >= j.snapCount
+	return j.err == nil && j.snapCount > 0 && j.logged >= j.snapCount && !j.writing
 }
 
 // snapshot writes srv's state, between two inputs with its outputs taken,
@@ -543,7 +552,11 @@ func (j *Journal) snapshotDue() bool {
 // exists, so that a kill at any point leaves a journal that recovers the
 // same state.
 func (j *Journal) snapshot(srv *sim.Server) error {
-	if err := j.commit(srv); err != nil {
+	if j.group {
+		if err := j.drainLocked(); err != nil {
+			return err
+		}
+	} else if err := j.commit(srv); err != nil {
 		return err
 	}
 	fail := func(err error) error {
@@ -777,6 +790,7 @@ func (j *Journal) record(kind byte, nowMs int64, conn sim.ConnID, tail []byte) {
 		payload = binary.BigEndian.AppendUint64(payload, uint64(nowMs))
 	}
 	j.logged++
+	j.appendSeq++
 	if kind == recOpen {
 		j.nextConn = max(j.nextConn, conn+1)
 	}
@@ -821,6 +835,21 @@ func (j *Journal) commit(srv *sim.Server) error {
 	if j.err != nil {
 		return j.err
 	}
+	if j.group {
+		// Group commit: the syncer writes and fsyncs; the caller holds
+		// back every output until durableSeq reaches txnSeq.
+		if zxid := srv.LastZxid(); zxid != j.syncedZxid {
+			j.txnSeq = j.appendSeq
+			j.syncedZxid = zxid
+		}
+		if len(j.buf) > 0 {
+			select {
+			case j.kick <- struct{}{}:
+			default:
+			}
+		}
+		return nil
+	}
 	if len(j.buf) == 0 {
 		return nil
 	}
@@ -846,11 +875,105 @@ func (j *Journal) syncFile() error {
 	if j.f == nil {
 		return nil
 	}
+	if syncHook != nil {
+		syncHook()
+	}
+	j.syncs.Add(1)
 	if err := j.f.Sync(); err != nil {
 		return fmt.Errorf("%s: fsync: %v", j.path, err)
 	}
 	return nil
 }
+
+// Group commit (ZooKeeper's SyncRequestProcessor, which fsyncs once for
+// every request that queued while the last fsync ran). With Sync, a Server
+// writes and fsyncs the log from one goroutine of its own, outside its
+// lock: while one fsync runs, the inputs of other connections are applied
+// and their records buffered, and the next fsync covers them all. No
+// output leaves before the fsync of the last transaction applied before it
+// (txnSeq): not a reply to a write before its own fsync, nor a read, an
+// event or another client's reply that could show that write, as
+// ZooKeeper applies a write only after logging it.
+//
+// The sequence numbers count records: appendSeq the records buffered,
+// txnSeq the last of them that applied a transaction, durableSeq the last
+// written and, if a transaction is among them, fsynced. They and buf are
+// guarded by the Server's lock. The file is the syncer's while writing is
+// set (from takeBatch to batchDone); a snapshot, which writes the file
+// under the lock, waits for a moment when it is not, so that the log
+// keeps the order of the inputs.
+
+// startGroupCommit turns group commit on; the Server then runs syncLoop.
+func (j *Journal) startGroupCommit() {
+	j.group = true
+	j.kick = make(chan struct{}, 1)
+	j.durableSeq = j.appendSeq
+	j.txnSeq = j.appendSeq
+}
+
+// takeBatch hands the syncer what is buffered; with the Server's lock.
+func (j *Journal) takeBatch() (batch []byte, seq uint64, needSync bool) {
+	batch = j.buf
+	j.buf = j.spare[:0]
+	j.spare = nil
+	j.writing = true
+	return batch, j.appendSeq, j.txnSeq > j.durableSeq
+}
+
+// writeBatch writes a batch and fsyncs it if it holds a transaction;
+// without the Server's lock.
+func (j *Journal) writeBatch(batch []byte, needSync bool) error {
+	if len(batch) > 0 {
+		if _, err := j.f.Write(batch); err != nil {
+			return fmt.Errorf("%s: %v", j.path, err)
+		}
+	}
+	if needSync {
+		return j.syncFile()
+	}
+	return nil
+}
+
+// batchDone records a batch written; with the Server's lock.
+func (j *Journal) batchDone(batch []byte, seq uint64, err error) error {
+	j.spare = batch[:0]
+	j.writing = false
+	if err != nil {
+		if j.err == nil {
+			j.err = err
+		}
+		return j.err
+	}
+	j.durableSeq = max(j.durableSeq, seq)
+	return nil
+}
+
+// drainLocked writes and fsyncs everything buffered, with the Server's
+// lock and no batch being written: before a snapshot.
+func (j *Journal) drainLocked() error {
+	if j.writing {
+		panic("wire: journal drained while the syncer writes")
+	}
+	if len(j.buf) > 0 {
+		if _, err := j.f.Write(j.buf); err != nil {
+			j.err = fmt.Errorf("%s: %v", j.path, err)
+			return j.err
+		}
+		j.buf = j.buf[:0]
+	}
+	if err := j.syncFile(); err != nil {
+		j.err = err
+		return err
+	}
+	j.durableSeq = j.appendSeq
+	return nil
+}
+
+// holding reports whether an output now must wait for an fsync.
+func (j *Journal) holding() bool { return j.group && j.txnSeq > j.durableSeq }
+
+// syncHook, if set (by tests), runs before every fsync of a log.
+var syncHook func()
 
 // Close writes what is buffered and closes the file.
 func (j *Journal) Close() error {

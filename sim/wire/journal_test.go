@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -292,6 +294,94 @@ func TestJournalCompactsWithSnapshots(t *testing.T) {
 		}
 		if len(warnings) != 1 || !strings.Contains(warnings[0], newest) || r.Snapshot != filepath.Join(dir, snapshots[len(snapshots)-2]) {
 			t.Errorf("recovered from %q with warnings %q; want the snapshot before %s, and a warning naming it", r.Snapshot, warnings, newest)
+		}
+	})
+}
+
+// Group commit, as ZooKeeper's SyncRequestProcessor does it: with fsync
+// on, no output leaves before the fsync of the last write applied before
+// it (not the write's own reply, nor another client's read that could
+// show the write), and the writes of other clients that arrive while one
+// fsync runs share the next one.
+func TestJournalGroupCommit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		rec, err := wire.OpenJournal(dir, journalConfig, wire.JournalOptions{Sync: true, WallClockMs: sim.DefaultEpochMs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var blocked atomic.Bool
+		gate := make(chan struct{})
+		var opened sync.Once
+		open := func() { opened.Do(func() { close(gate) }) }
+		defer wire.SetSyncHook(func() {
+			if blocked.Load() {
+				<-gate
+			}
+		})()
+		srv := wire.New(rec.Server, wire.Config{Journal: rec.Journal})
+		defer func() {
+			open()
+			srv.Close()
+			rec.Journal.Close()
+		}()
+		var clients []*zk.Conn
+		for range 4 {
+			c, _ := pipeServer{srv}.connect(t, 5*time.Second)
+			clients = append(clients, c)
+		}
+		if _, err := clients[0].Create("/n", []byte("old"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+
+		blocked.Store(true) // the next fsync waits for the gate
+		var setDone, getDone atomic.Bool
+		go func() {
+			if _, err := clients[0].Set("/n", []byte("new"), -1); err == nil {
+				setDone.Store(true)
+			}
+		}()
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		var read []byte
+		go func() {
+			data, _, err := clients[1].Get("/n")
+			if err == nil {
+				read = data
+				getDone.Store(true)
+			}
+		}()
+		const writes = 12
+		var wrote atomic.Int32
+		for i := range writes {
+			go func() {
+				if _, err := clients[2+i%2].Create("/w-", nil, zk.FlagSequence, zk.WorldACL(zk.PermAll)); err == nil {
+					wrote.Add(1)
+				}
+			}()
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if setDone.Load() || getDone.Load() || wrote.Load() > 0 {
+			t.Fatalf("with the write's fsync not done: set answered %v, a read of it answered %v, %d later writes answered", setDone.Load(), getDone.Load(), wrote.Load())
+		}
+		var applied int
+		srv.Inspect(func(s *sim.Server) { applied = s.NodeCount() })
+		if applied < 4+1+writes { // /, /zookeeper, quota, config, /n and the writes
+			t.Fatalf("%d nodes: the writes waiting on the fsync were not applied meanwhile", applied)
+		}
+		syncsBefore := wire.JournalSyncs(rec.Journal)
+		blocked.Store(false)
+		open()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if !setDone.Load() || !getDone.Load() || string(read) != "new" || wrote.Load() != writes {
+			t.Fatalf("after the fsync: set answered %v, read %q (answered %v), %d of %d writes answered", setDone.Load(), read, getDone.Load(), wrote.Load(), writes)
+		}
+		// The blocked fsync (counted once it returns), and one for the
+		// writes that queued behind it.
+		if n := wire.JournalSyncs(rec.Journal) - syncsBefore; n != 2 {
+			t.Errorf("%d fsyncs for the blocked write and the %d that queued behind it, want 2", n, writes)
 		}
 	})
 }
