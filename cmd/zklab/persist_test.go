@@ -1,10 +1,12 @@
 package main
 
 import (
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -157,7 +159,7 @@ func TestServeRefusesGarbageJournal(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			dataDir := t.TempDir()
-			path := filepath.Join(dataDir, journalName)
+			path := filepath.Join(dataDir, "zklab-log.0000000000000000")
 			if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -169,5 +171,104 @@ func TestServeRefusesGarbageJournal(t *testing.T) {
 				t.Errorf("the journal was changed to %q", b)
 			}
 		})
+	}
+}
+
+// Killed with SIGKILL at random points while a client writes and the
+// journal compacts (a snapshot and a new log every 5 inputs, the oldest
+// pruned), serve comes back every time with every write it acknowledged,
+// and at most the one write in flight besides, as a real ZooKeeper does;
+// its dataDir holds no more than the snapshots autopurge keeps.
+func TestServeSurvivesKillsWhileCompacting(t *testing.T) {
+	addr := freePort(t)
+	dataDir := filepath.Join(t.TempDir(), "data")
+	// A write(2) survives a kill -9; fsync is for power loss.
+	args := []string{"--listen", addr, "--data-dir", dataDir, "--snap-count", "5", "--fsync=false"}
+	rng := rand.New(rand.NewPCG(11, uint64(time.Now().UnixNano())))
+	acked := map[string]string{} // every sequential node acknowledged, and its data
+	lastSet := ""                // /v's last acknowledged data
+	next := 0
+	for round := range 8 {
+		server, _, _ := startServeProcess(t, args...)
+		c := connect(t, addr)
+		// What the server holds is what it acknowledged, or that and the
+		// write in flight at the kill.
+		if round == 0 {
+			if _, err := c.Create("/k", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Create("/v", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			children, _, err := c.Children("/k")
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+			for name, data := range acked {
+				got, _, err := c.Get("/k/" + name)
+				if err != nil || string(got) != data {
+					t.Fatalf("round %d: acknowledged /k/%s is %q %v after the restart, want %q", round, name, got, err, data)
+				}
+			}
+			for _, name := range children {
+				if _, ok := acked[name]; ok {
+					continue
+				}
+				got, _, err := c.Get("/k/" + name)
+				if err != nil || string(got) != strconv.Itoa(next-1) || len(children) != len(acked)+1 {
+					t.Fatalf("round %d: /k/%s (%q) is there unacknowledged, and is not the one write in flight (%d)", round, name, got, next-1)
+				}
+				acked[name] = string(got)
+			}
+			v, _, err := c.Get("/v")
+			if err != nil || string(v) != lastSet && string(v) != strconv.Itoa(next-1) {
+				t.Fatalf("round %d: /v is %q %v after the restart, want %q or the write in flight %d", round, v, err, lastSet, next-1)
+			}
+			lastSet = string(v)
+		}
+		// Write until the kill; a write after it fails.
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				i := next
+				next++
+				data := strconv.Itoa(i)
+				name, err := c.Create("/k/n-", []byte(data), zk.FlagSequence, zk.WorldACL(zk.PermAll))
+				if err != nil {
+					return
+				}
+				acked[strings.TrimPrefix(name, "/k/")] = data
+				if _, err := c.Set("/v", []byte(data), -1); err != nil {
+					return // the create is acknowledged; the set may be in flight
+				}
+				lastSet = data
+			}
+		}()
+		time.Sleep(time.Duration(20+rng.IntN(200)) * time.Millisecond)
+		if err := server.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		server.Wait()
+		c.Close() // fails what is still queued
+		<-done
+	}
+	if len(acked) < 20 {
+		t.Fatalf("only %d writes were acknowledged in 8 rounds: the workload did not run", len(acked))
+	}
+	entries, err := os.ReadDir(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapshots := 0
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "zklab-snapshot.") {
+			snapshots++
+		}
+	}
+	// The kill may fall between a snapshot and the pruning after it.
+	if snapshots < 3 || snapshots > 4 || len(entries) > 10 {
+		t.Errorf("dataDir holds %d files, %d of them snapshots; want 3 snapshots (4 if a kill fell before pruning) and their logs", len(entries), snapshots)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -35,13 +34,19 @@ SIGINT or SIGTERM.
 
 Without a dataDir nothing is stored: every start is a fresh, empty server.
 With one (zoo.cfg dataDir or --data-dir), the server is durable as
-ZooKeeper is: it logs every input to DATADIR/zklab-journal before it
+ZooKeeper is: it logs every input to DATADIR/zklab-log.N before it
 answers, fsynced when a transaction was applied (forceSync=no or
 --fsync=false skips the fsync; a kill -9 loses nothing either way), and a
 restart on the same dataDir replays the log: nodes, ACLs, sequence
 counters, zxids and sessions come back, every session with a fresh
 timeout, and clients reconnect to their sessions. A torn last record (a
-kill mid-write) is cut with a warning. The log is not compacted.
+kill mid-write) is cut with a warning. As ZooKeeper does, after snapCount
+inputs (zoo.cfg snapCount or --snap-count, default 100000) it writes a
+snapshot, DATADIR/zklab-snapshot.N, and starts a new log,
+DATADIR/zklab-log.N; a start loads the newest snapshot and replays the
+log after it. Older files are pruned at each snapshot, keeping
+autopurge.snapRetainCount snapshots (default and minimum 3);
+autopurge.purgeInterval=0 keeps them all.
 
 The four-letter words ruok, srvr, stat, mntr, envi, conf, cons, dump,
 wchs, wchc, wchp, isro, srst and crst answer in ZooKeeper's format (only
@@ -99,6 +104,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	historyPath := fs.String("history", "", "write what the server served to this file, as JSON lines")
 	dataDir := fs.String("data-dir", "", "dataDir: keep a journal there and recover from it on start (default in memory)")
 	fsync := fs.Bool("fsync", true, "forceSync: fsync the journal before a transaction's reply")
+	snapCount := fs.Int("snap-count", 0, "snapCount: inputs logged before the journal writes a snapshot and starts a new log (default 100000)")
 	oracleAddr := fs.String("oracle", "", "cross-check: send every request also to the real ZooKeeper at HOST:PORT and report each difference")
 	controlAddr := fs.String("control", "", "serve the control API (faults, sessions) over HTTP on HOST:PORT")
 	if err := parseFlags(fs, c, args, stdout); err != nil {
@@ -152,6 +158,12 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	if set["fsync"] {
 		cfg.forceSync = map[bool]string{true: "yes", false: "no"}[*fsync]
+	}
+	if set["snap-count"] {
+		if *snapCount < 1 {
+			return usagef("--snap-count %d: must be at least 1", *snapCount)
+		}
+		cfg.snapCount = max(*snapCount, 2) // as zoo.cfg's snapCount
 	}
 	s, err := newServeSettings(cfg, *listen, *extended)
 	if err != nil {
@@ -213,6 +225,10 @@ type serveSettings struct {
 	// durable; syncJournal fsyncs it (forceSync).
 	dataDir     string
 	syncJournal bool
+	// snapCount and snapRetainCount are wire.JournalOptions' (zoo.cfg
+	// snapCount, autopurge.snapRetainCount and autopurge.purgeInterval).
+	snapCount       int
+	snapRetainCount int
 	// warnings gets what recovery has to say (a cut torn record).
 	warnings io.Writer
 	// oracle is the real ZooKeeper to cross-check against (oracle.go),
@@ -244,6 +260,10 @@ func newServeSettings(cfg zooConfig, listen string, extendedTypes bool) (serveSe
 	if listen == "" {
 		listen = cfg.listenAddress()
 	}
+	retain := cfg.snapRetainCount
+	if cfg.purgeIntervalSet && cfg.purgeInterval == 0 {
+		retain = -1 // autopurge off: every snapshot and log stays
+	}
 	_, portText, err := net.SplitHostPort(listen)
 	if err != nil {
 		return serveSettings{}, usagef("--listen %q: %v", listen, err)
@@ -258,10 +278,12 @@ func newServeSettings(cfg zooConfig, listen string, extendedTypes bool) (serveSe
 			TickTimeMs: tick, MinSessionTimeoutMs: minMs, MaxSessionTimeoutMs: maxMs,
 			ExtendedTypes: extendedTypes, SuperDigest: cfg.superDigest,
 		},
-		maxClientCnxns: maxCnxns,
-		whitelist:      cfg.fourLetterWords,
-		dataDir:        cfg.dataDir,
-		syncJournal:    cfg.forceSync != "no",
+		maxClientCnxns:  maxCnxns,
+		whitelist:       cfg.fourLetterWords,
+		dataDir:         cfg.dataDir,
+		syncJournal:     cfg.forceSync != "no",
+		snapCount:       cfg.snapCount,
+		snapRetainCount: retain,
 		conf: wire.FourLetterConf{
 			ClientPort: port, DataDir: cfg.dataDir, TickTimeMs: tick, MaxClientCnxns: maxCnxns,
 			MinSessionTimeoutMs: minMs, MaxSessionTimeoutMs: maxMs,
@@ -281,9 +303,6 @@ type served struct {
 	check   *crossCheck
 }
 
-// journalName is the journal's file in dataDir.
-const journalName = "zklab-journal"
-
 // openJournal recovers the server kept in s.dataDir, or starts one there.
 // A journal that cannot be read is bad input (exit 2), named.
 func openJournal(s serveSettings, now time.Time) (*wire.Recovered, error) {
@@ -295,8 +314,9 @@ func openJournal(s serveSettings, now time.Time) (*wire.Recovered, error) {
 			fmt.Fprintf(s.warnings, "zklab serve: warning: %s\n", msg)
 		}
 	}
-	rec, err := wire.OpenJournal(filepath.Join(s.dataDir, journalName), s.sim, wire.JournalOptions{
+	rec, err := wire.OpenJournal(s.dataDir, s.sim, wire.JournalOptions{
 		Sync: s.syncJournal, WallClockMs: now.UnixMilli(), Warn: warn,
+		SnapCount: s.snapCount, SnapRetainCount: s.snapRetainCount,
 	})
 	if err != nil {
 		return nil, usagef("dataDir: %v", err)

@@ -106,6 +106,52 @@ func BenchmarkServeSyncWrites(b *testing.B) {
 	})
 }
 
+// syncWriters is how many clients write at once in
+// BenchmarkServeConcurrentSyncWrites.
+const syncWriters = 16
+
+// syncWriters clients, each on its own connection, each writing
+// synchronously (setData, waiting for each reply): with fsync on, what
+// group commit is for. One client's synchronous writes each need their own
+// fsync; concurrent clients' writes share them.
+func BenchmarkServeConcurrentSyncWrites(b *testing.B) {
+	benchServers(b, func(b *testing.B, addr string) {
+		var clients []*zk.Conn
+		var paths []string
+		for range syncWriters {
+			c := benchConn(b, addr)
+			defer c.Close()
+			clients = append(clients, c)
+			paths = append(paths, benchNode(b, c))
+		}
+		data := []byte("0123456789abcdef")
+		run := func(n int) {
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			var failed atomic.Value
+			for i, c := range clients {
+				wg.Go(func() {
+					for k := next.Add(1); k <= int64(n); k = next.Add(1) {
+						if _, err := c.Set(paths[i], data, -1); err != nil {
+							failed.Store(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if err := failed.Load(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		run(500) // warm up
+		b.ResetTimer()
+		start := time.Now()
+		run(b.N)
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "ops/s")
+	})
+}
+
 // pipelineDepth is the requests one client keeps in flight: go-zookeeper
 // sends a request as soon as its caller makes it and matches replies by
 // xid, so concurrent callers on one *zk.Conn pipeline.

@@ -27,6 +27,16 @@ type zooConfig struct {
 	maxClientCnxnsSet   bool
 	dataDir             string // dataDir: where serve keeps its journal; "" is in memory only
 	forceSync           string // forceSync: "yes" or "no" (zookeeper.forceSync); "" is yes
+	// snapCount is the journal's inputs per log before a snapshot
+	// (zookeeper.snapCount); 0 is wire.DefaultSnapCount.
+	snapCount int
+	// snapRetainCount is autopurge.snapRetainCount; 0 is 3. purgeInterval
+	// is autopurge.purgeInterval in hours: 0, when set, keeps every file
+	// (ZooKeeper's default); zklab, unlike ZooKeeper, prunes when it is
+	// absent, at every snapshot rather than on a timer.
+	snapRetainCount  int
+	purgeInterval    int
+	purgeIntervalSet bool
 	// fourLetterWords is 4lw.commands.whitelist split at commas; "*" is
 	// every word. nil: the key was absent (ZooKeeper 3.5+ then allows
 	// only srvr).
@@ -43,7 +53,7 @@ type zooConfig struct {
 const superDigestKey = "DigestAuthenticationProvider.superDigest"
 
 // ignoredZooKeys are the zoo.cfg keys `zklab serve` accepts and ignores
-// (dataDir and forceSync make serve durable, see journalPath):
+// (dataDir, forceSync, snapCount and autopurge.* configure serve's journal, see openJournal):
 // ZooKeeper settings that test harnesses and Debian's sample config write
 // but that change nothing a client of an in-memory standalone server can
 // see (storage, the admin server, quorum timing, metrics). Any other key
@@ -54,8 +64,6 @@ var ignoredZooKeys = []string{
 	"admin.enableServer",
 	"admin.serverAddress",
 	"admin.serverPort",
-	"autopurge.purgeInterval",
-	"autopurge.snapRetainCount",
 	"dataLogDir",
 	"globalOutstandingLimit",
 	"initLimit",
@@ -67,7 +75,6 @@ var ignoredZooKeys = []string{
 	"preAllocSize",
 	"reconfigEnabled",
 	"serverCnxnFactory",
-	"snapCount",
 	"standaloneEnabled",
 	"syncEnabled",
 	"syncLimit",
@@ -185,6 +192,20 @@ func (cfg *zooConfig) set(key, value string) error {
 		}
 		cfg.forceSync = value
 		return nil
+	case "snapCount":
+		// SyncRequestProcessor raises a snapCount below 2 to 2.
+		n, err := parseInt(key, value, 1, 1<<31-1)
+		cfg.snapCount = max(int(n), 2)
+		return err
+	case "autopurge.snapRetainCount":
+		// PurgeTxnLog raises a count below 3 to 3.
+		n, err := parseInt(key, value, 0, 1<<31-1)
+		cfg.snapRetainCount = max(int(n), 3)
+		return err
+	case "autopurge.purgeInterval":
+		n, err := parseInt(key, value, 0, 1<<31-1)
+		cfg.purgeInterval, cfg.purgeIntervalSet = int(n), true
+		return err
 	case "4lw.commands.whitelist":
 		words, err := parseFourLetterWords(value)
 		cfg.fourLetterWords = words
@@ -202,7 +223,7 @@ func (cfg *zooConfig) set(key, value string) error {
 	if isIndexedKey(key, "server.") {
 		return fmt.Errorf("%s: zklab serve runs one standalone server, not an ensemble", key)
 	}
-	return fmt.Errorf("unknown key %q (zklab serve reads clientPort, clientPortAddress, tickTime, minSessionTimeout, maxSessionTimeout, maxClientCnxns, 4lw.commands.whitelist, dataDir, forceSync, %s, and ignores %s, authProvider.N)",
+	return fmt.Errorf("unknown key %q (zklab serve reads clientPort, clientPortAddress, tickTime, minSessionTimeout, maxSessionTimeout, maxClientCnxns, 4lw.commands.whitelist, dataDir, forceSync, snapCount, autopurge.snapRetainCount, autopurge.purgeInterval, %s, and ignores %s, authProvider.N)",
 		key, superDigestKey, strings.Join(ignoredZooKeys, ", "))
 }
 

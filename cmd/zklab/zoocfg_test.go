@@ -80,6 +80,33 @@ func TestZooConfigDebianSample(t *testing.T) {
 	}
 }
 
+// snapCount and autopurge configure the journal's compaction; ZooKeeper
+// raises a snapCount below 2 to 2 and a snapRetainCount below 3 to 3, and
+// purgeInterval=0 turns its autopurge off.
+func TestZooConfigJournalCompaction(t *testing.T) {
+	for _, tc := range []struct {
+		text              string
+		snapCount, retain int
+	}{
+		{"", 0, 0},
+		{"snapCount=1000\nautopurge.snapRetainCount=5\nautopurge.purgeInterval=1\n", 1000, 5},
+		{"snapCount=1\nautopurge.snapRetainCount=1\n", 2, 3},
+		{"autopurge.snapRetainCount=5\nautopurge.purgeInterval=0\n", 0, -1},
+	} {
+		cfg, err := parseZooConfig("zoo.cfg", strings.NewReader(tc.text))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.text, err)
+		}
+		s, err := newServeSettings(cfg, "127.0.0.1:0", false)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.text, err)
+		}
+		if s.snapCount != tc.snapCount || s.snapRetainCount != tc.retain {
+			t.Errorf("%q: snapCount %d, retain %d; want %d and %d", tc.text, s.snapCount, s.snapRetainCount, tc.snapCount, tc.retain)
+		}
+	}
+}
+
 func TestZooConfigBadLinesNameFileAndLine(t *testing.T) {
 	for _, tc := range []struct {
 		text string
@@ -102,6 +129,9 @@ func TestZooConfigBadLinesNameFileAndLine(t *testing.T) {
 		{"DigestAuthenticationProvider.superDigest=super:c2VjcmV0\n", "1: DigestAuthenticationProvider.superDigest: \"super:c2VjcmV0\": \"c2VjcmV0\" is not the base64 of a SHA-1"},
 		{"server.1=127.0.0.1:2888:3888\n", "1: server.1: zklab serve runs one standalone server"},
 		{"maxSessionTimeout=4000\nminSessionTimeout=5000\n", "2: minSessionTimeout 5000 is above maxSessionTimeout 4000"},
+		{"snapCount=0\n", "1: snapCount 0 is out of range"},
+		{"autopurge.snapRetainCount=many\n", "1: autopurge.snapRetainCount \"many\" is not a whole number"},
+		{"autopurge.purgeInterval=-1\n", "1: autopurge.purgeInterval -1 is out of range"},
 	} {
 		_, err := parseZooConfig("zoo.cfg", strings.NewReader(tc.text))
 		if err == nil {

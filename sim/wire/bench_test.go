@@ -105,6 +105,42 @@ func BenchmarkGoZookeeper(b *testing.B) {
 					b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 				})
 			}
+			// The same reads over four connections: go-zookeeper runs one
+			// send and one receive goroutine per *zk.Conn (one write(2) per
+			// request, two read(2)s per reply), so one connection's
+			// pipelining is bounded by its receive goroutine; several
+			// connections spread that over the cores.
+			b.Run("pipelined-get-4conns", func(b *testing.B) {
+				conns := []*zk.Conn{c}
+				for range 3 {
+					o, events, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(quietLogger))
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer o.Close()
+					for ev := range events {
+						if ev.State == zk.StateHasSession {
+							break
+						}
+					}
+					conns = append(conns, o)
+				}
+				var failed atomic.Value
+				var next atomic.Int64
+				b.SetParallelism(64)
+				b.RunParallel(func(pb *testing.PB) {
+					conn := conns[next.Add(1)%int64(len(conns))]
+					for pb.Next() {
+						if _, _, err := conn.Get(root); err != nil {
+							failed.Store(err)
+						}
+					}
+				})
+				if err := failed.Load(); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+			})
 		})
 	}
 }

@@ -49,10 +49,11 @@
 //	})
 //
 // Durable, as a ZooKeeper with a dataDir (journal.go): the simulated
-// server's inputs are logged before any reply they cause leaves, and
-// replayed into a fresh server on the next start:
+// server's inputs are logged before any reply they cause leaves, a
+// snapshot of its state is written every SnapCount inputs, and the next
+// start loads the newest snapshot and replays the log after it:
 //
-//	rec, err := wire.OpenJournal(filepath.Join(dataDir, "zklab-journal"), cfg,
+//	rec, err := wire.OpenJournal(dataDir, cfg,
 //		wire.JournalOptions{Sync: true, WallClockMs: time.Now().UnixMilli()})
 //	srv := wire.New(rec.Server, wire.Config{Journal: rec.Journal})
 //	... srv.Close(); rec.Journal.Close()

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -47,8 +49,9 @@ var journalConfig = sim.ServerConfig{TickTimeMs: 500, EpochMs: sim.DefaultEpochM
 // warning and changes nothing else.
 func TestJournalReplaysTheServedState(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "journal")
-		rec, err := wire.OpenJournal(path, journalConfig, wire.JournalOptions{WallClockMs: sim.DefaultEpochMs})
+		dir := t.TempDir()
+		path := filepath.Join(dir, "zklab-log.0000000000000000")
+		rec, err := wire.OpenJournal(dir, journalConfig, wire.JournalOptions{WallClockMs: sim.DefaultEpochMs})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +92,7 @@ func TestJournalReplaysTheServedState(t *testing.T) {
 		reopen := func() (serverState, []string) {
 			t.Helper()
 			var warnings []string
-			rec, err := wire.OpenJournal(path, journalConfig, wire.JournalOptions{
+			rec, err := wire.OpenJournal(dir, journalConfig, wire.JournalOptions{
 				WallClockMs: sim.DefaultEpochMs, Warn: func(msg string) { warnings = append(warnings, msg) },
 			})
 			if err != nil {
@@ -139,9 +142,8 @@ func TestJournalReplaysTheServedState(t *testing.T) {
 // configured otherwise, is refused with an error naming it, and left as
 // it is.
 func TestJournalRefusesWhatItCannotReplay(t *testing.T) {
-	dir := t.TempDir()
-	good := filepath.Join(dir, "good")
-	rec, err := wire.OpenJournal(good, journalConfig, wire.JournalOptions{})
+	goodDir := t.TempDir()
+	rec, err := wire.OpenJournal(goodDir, journalConfig, wire.JournalOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,25 +151,27 @@ func TestJournalRefusesWhatItCannotReplay(t *testing.T) {
 	other := journalConfig
 	other.TickTimeMs = 2000
 	for _, tc := range []struct {
-		name, content string
-		cfg           sim.ServerConfig
-		want          string
+		name, file, content string
+		cfg                 sim.ServerConfig
+		want                string
 	}{
-		{"garbage", "garbage\n", journalConfig, "not a zklab journal"},
-		{"version", "ZKLABJNL\x00\x00\x00\x02", journalConfig, "version 2"},
-		{"header", "ZKLABJNL\x00\x00\x00\x01\x00\x00\x00\x05\x00\x00\x00\x00hello", journalConfig, "header is torn or corrupt"},
-		{"config", "", other, "written by a server configured"},
+		{"garbage", "zklab-log.0000000000000000", "garbage\n", journalConfig, "not a zklab journal"},
+		{"legacy garbage", "zklab-journal", "garbage\n", journalConfig, "not a zklab journal"},
+		{"version", "zklab-log.0000000000000000", "ZKLABJNL\x00\x00\x00\x02", journalConfig, "version 2"},
+		{"header", "zklab-log.0000000000000000", "ZKLABJNL\x00\x00\x00\x01\x00\x00\x00\x05\x00\x00\x00\x00hello", journalConfig, "header is torn or corrupt"},
+		{"config", "", "", other, "written by a server configured"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := good
+			dir, path := goodDir, filepath.Join(goodDir, "zklab-log.0000000000000000")
 			if tc.content != "" {
-				path = filepath.Join(dir, tc.name)
+				dir = t.TempDir()
+				path = filepath.Join(dir, tc.file)
 				if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
 			before, _ := os.ReadFile(path)
-			_, err := wire.OpenJournal(path, tc.cfg, wire.JournalOptions{})
+			_, err := wire.OpenJournal(dir, tc.cfg, wire.JournalOptions{})
 			if err == nil || !strings.HasPrefix(err.Error(), path+": ") || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one naming %s and saying %q", err, path, tc.want)
 			}
@@ -176,4 +180,208 @@ func TestJournalRefusesWhatItCannotReplay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// journalFiles lists the journal's files in dir, by name.
+func journalFiles(t *testing.T, dir string) (logs, snapshots []string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		switch {
+		case strings.HasPrefix(e.Name(), "zklab-log."):
+			logs = append(logs, e.Name())
+		case strings.HasPrefix(e.Name(), "zklab-snapshot."):
+			snapshots = append(snapshots, e.Name())
+		default:
+			t.Errorf("unexpected file %s in the journal's directory", e.Name())
+		}
+	}
+	return logs, snapshots
+}
+
+// With a snapCount, the journal writes a snapshot and starts a new log
+// every snapCount inputs, and keeps the three newest snapshots and the
+// logs from the oldest of them on (ZooKeeper's autopurge). A reopened
+// journal loads the newest snapshot and replays the log after it: the same
+// state as the served server's. If that snapshot is damaged, the one
+// before it and the logs after that give the same state.
+func TestJournalCompactsWithSnapshots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		opts := wire.JournalOptions{WallClockMs: sim.DefaultEpochMs, SnapCount: 25}
+		rec, err := wire.OpenJournal(dir, journalConfig, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := wire.New(rec.Server, wire.Config{Journal: rec.Journal})
+		c, _ := pipeServer{srv}.connect(t, 5*time.Second)
+		if _, err := c.Create("/dir", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Create("/dir/eph", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 200 {
+			name, err := c.Create("/dir/s-", []byte{byte(i)}, zk.FlagSequence, zk.WorldACL(zk.PermAll))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i%3 == 0 {
+				if err := c.Delete(name, -1); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		// A watch and a connection that live across snapshots: the log
+		// after the snapshot needs them to replay.
+		if _, _, _, err := c.GetW("/dir"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Set("/dir", []byte("last"), -1); err != nil {
+			t.Fatal(err)
+		}
+		var want serverState
+		srv.Inspect(func(s *sim.Server) { want = stateOf(s) })
+		srv.Close()
+		if err := rec.Journal.Close(); err != nil {
+			t.Fatal(err)
+		}
+
+		logs, snapshots := journalFiles(t, dir)
+		if len(snapshots) != 3 {
+			t.Fatalf("snapshots %v, want the 3 newest of about %d", snapshots, 400/25)
+		}
+		if logs[0][len("zklab-log."):] != snapshots[0][len("zklab-snapshot."):] {
+			t.Errorf("logs %v: want those from the oldest snapshot kept, %s, on", logs, snapshots[0])
+		}
+
+		reopen := func() (serverState, *wire.Recovered, []string) {
+			t.Helper()
+			var warnings []string
+			o := opts
+			o.Warn = func(msg string) { warnings = append(warnings, msg) }
+			rec, err := wire.OpenJournal(dir, journalConfig, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec.Journal.Close()
+			return stateOf(rec.Server), rec, warnings
+		}
+		got, r, warnings := reopen()
+		if !reflect.DeepEqual(got, want) || len(warnings) != 0 {
+			t.Fatalf("recovered state (warnings %q):\n%+v\nwant\n%+v", warnings, got, want)
+		}
+		newest := filepath.Join(dir, snapshots[len(snapshots)-1])
+		if r.Snapshot != newest || r.Records >= 25+1 {
+			t.Errorf("recovered from %q and %d records, want %s and fewer than snapCount", r.Snapshot, r.Records, newest)
+		}
+
+		// Damage the newest snapshot: one flipped byte.
+		b, err := os.ReadFile(newest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[len(b)-1] ^= 0xff
+		if err := os.WriteFile(newest, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, r, warnings = reopen()
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("state recovered past a damaged snapshot:\n%+v\nwant\n%+v", got, want)
+		}
+		if len(warnings) != 1 || !strings.Contains(warnings[0], newest) || r.Snapshot != filepath.Join(dir, snapshots[len(snapshots)-2]) {
+			t.Errorf("recovered from %q with warnings %q; want the snapshot before %s, and a warning naming it", r.Snapshot, warnings, newest)
+		}
+	})
+}
+
+// Group commit, as ZooKeeper's SyncRequestProcessor does it: with fsync
+// on, no output leaves before the fsync of the last write applied before
+// it (not the write's own reply, nor another client's read that could
+// show the write), and the writes of other clients that arrive while one
+// fsync runs share the next one.
+func TestJournalGroupCommit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		rec, err := wire.OpenJournal(dir, journalConfig, wire.JournalOptions{Sync: true, WallClockMs: sim.DefaultEpochMs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var blocked atomic.Bool
+		gate := make(chan struct{})
+		var opened sync.Once
+		open := func() { opened.Do(func() { close(gate) }) }
+		defer wire.SetSyncHook(func() {
+			if blocked.Load() {
+				<-gate
+			}
+		})()
+		srv := wire.New(rec.Server, wire.Config{Journal: rec.Journal})
+		defer func() {
+			open()
+			srv.Close()
+			rec.Journal.Close()
+		}()
+		var clients []*zk.Conn
+		for range 4 {
+			c, _ := pipeServer{srv}.connect(t, 5*time.Second)
+			clients = append(clients, c)
+		}
+		if _, err := clients[0].Create("/n", []byte("old"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+
+		blocked.Store(true) // the next fsync waits for the gate
+		var setDone, getDone atomic.Bool
+		go func() {
+			if _, err := clients[0].Set("/n", []byte("new"), -1); err == nil {
+				setDone.Store(true)
+			}
+		}()
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		var read []byte
+		go func() {
+			data, _, err := clients[1].Get("/n")
+			if err == nil {
+				read = data
+				getDone.Store(true)
+			}
+		}()
+		const writes = 12
+		var wrote atomic.Int32
+		for i := range writes {
+			go func() {
+				if _, err := clients[2+i%2].Create("/w-", nil, zk.FlagSequence, zk.WorldACL(zk.PermAll)); err == nil {
+					wrote.Add(1)
+				}
+			}()
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if setDone.Load() || getDone.Load() || wrote.Load() > 0 {
+			t.Fatalf("with the write's fsync not done: set answered %v, a read of it answered %v, %d later writes answered", setDone.Load(), getDone.Load(), wrote.Load())
+		}
+		var applied int
+		srv.Inspect(func(s *sim.Server) { applied = s.NodeCount() })
+		if applied < 4+1+writes { // /, /zookeeper, quota, config, /n and the writes
+			t.Fatalf("%d nodes: the writes waiting on the fsync were not applied meanwhile", applied)
+		}
+		syncsBefore := wire.JournalSyncs(rec.Journal)
+		blocked.Store(false)
+		open()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if !setDone.Load() || !getDone.Load() || string(read) != "new" || wrote.Load() != writes {
+			t.Fatalf("after the fsync: set answered %v, read %q (answered %v), %d of %d writes answered", setDone.Load(), read, getDone.Load(), wrote.Load(), writes)
+		}
+		// The blocked fsync (counted once it returns), and one for the
+		// writes that queued behind it.
+		if n := wire.JournalSyncs(rec.Journal) - syncsBefore; n != 2 {
+			t.Errorf("%d fsyncs for the blocked write and the %d that queued behind it, want 2", n, writes)
+		}
+	})
 }

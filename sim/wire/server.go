@@ -78,6 +78,9 @@ type Server struct {
 	keyed     keyedFaults // keyed.go
 	journal   *Journal
 	fatal     error // the journal failed: the server stopped
+	// heldConns are the connections with frames held for an fsync
+	// (group commit, see Journal.startGroupCommit).
+	heldConns []*conn
 
 	wg sync.WaitGroup // every goroutine the server started
 }
@@ -113,6 +116,11 @@ func New(srv *sim.Server, cfg Config) *Server {
 	if cfg.Journal != nil {
 		// The restarted sessions expire unless their clients come back.
 		s.rearmLocked(s.nowMs())
+		if cfg.Journal.sync {
+			cfg.Journal.startGroupCommit()
+			s.wg.Add(1)
+			go s.syncLoop()
+		}
 	}
 	return s
 }
@@ -228,6 +236,7 @@ func (s *Server) Close() error {
 		c.nc.Close()
 	}
 	s.timer.Stop()
+	s.stopSyncLocked()
 	s.mu.Unlock()
 	s.wg.Wait()
 	return nil
@@ -333,7 +342,7 @@ func (s *Server) flushLocked() {
 		}
 		switch o.Kind {
 		case sim.OutConnect:
-			c.enqueue(AppendConnectResponse(c.out, o.Connect, c.connect.HasReadOnly))
+			c.enqueue(AppendConnectResponse(c.outBuf(), o.Connect, c.connect.HasReadOnly))
 			if o.Connect.SessionID != 0 {
 				c.session = o.Connect.SessionID
 				c.timeoutMs = o.Connect.TimeoutMs
@@ -356,18 +365,102 @@ func (s *Server) flushLocked() {
 			// reply the client never gets, so a history keeps the request
 			// open, ambiguous, as its client sees it.
 			if !s.replyLostLocked(c, r.Xid) {
-				c.enqueue(AppendReply(c.out, p.op, &r))
+				c.enqueue(AppendReply(c.outBuf(), p.op, &r))
 				s.obs.ReplySent(at, c.id, c.session, p.op, r)
 			}
 			if p.op == sim.OpCloseSession && r.Err == sim.CodeOK {
 				s.obs.SessionClosed(at, c.session)
 			}
 		case sim.OutEvent:
-			c.enqueue(AppendEvent(c.out, o.Event))
+			c.enqueue(AppendEvent(c.outBuf(), o.Event))
 			s.obs.WatchEventSent(at, c.id, c.session, o.Event)
 		case sim.OutClose:
 			c.closeAfterFlush("closed by the server")
 		}
+	}
+	// Between two inputs, with the outputs taken: where a snapshot holds
+	// exactly the inputs logged before it.
+	if s.journal != nil && s.journal.snapshotDue() {
+		if err := s.journal.snapshot(s.sim); err != nil {
+			s.failLocked(err)
+			return
+		}
+		s.releaseLocked() // the snapshot made everything durable
+	}
+}
+
+// syncLoop is group commit's syncer: it writes and fsyncs what the
+// journal buffered, outside the server's lock, and then lets out the
+// frames that waited for it.
+func (s *Server) syncLoop() {
+	defer s.wg.Done()
+	j := s.journal
+	for range j.kick {
+		s.mu.Lock()
+		batch, seq, needSync := j.takeBatch()
+		s.mu.Unlock()
+		err := j.writeBatch(batch, needSync)
+		s.mu.Lock()
+		if err := j.batchDone(batch, seq, err); err != nil {
+			s.failLocked(err)
+			s.mu.Unlock()
+			return
+		}
+		if j.snapshotDue() {
+			if err := j.snapshot(s.sim); err != nil {
+				s.failLocked(err)
+				s.mu.Unlock()
+				return
+			}
+		}
+		s.releaseLocked()
+		if len(j.buf) > 0 && j.kick != nil {
+			select {
+			case j.kick <- struct{}{}:
+			default:
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// releaseLocked lets out the held frames whose fsync is done.
+func (s *Server) releaseLocked() {
+	durable := s.journal.durableSeq
+	keep := s.heldConns[:0]
+	for _, c := range s.heldConns {
+		n := 0
+		for n < len(c.heldMarks) && c.heldMarks[n].seq <= durable {
+			n++
+		}
+		if n > 0 {
+			end := c.heldMarks[n-1].end
+			c.out = append(c.out, c.held[:end]...)
+			c.held = append(c.held[:0], c.held[end:]...)
+			rest := c.heldMarks[:0]
+			for _, m := range c.heldMarks[n:] {
+				rest = append(rest, heldMark{end: m.end - end, seq: m.seq})
+			}
+			c.heldMarks = rest
+			c.wakeWriter()
+		}
+		if len(c.heldMarks) > 0 {
+			keep = append(keep, c)
+		}
+	}
+	clear(s.heldConns[len(keep):])
+	s.heldConns = keep
+}
+
+// stopSyncLocked ends the syncer, and lets every writer that waits for
+// held frames see that the server is closed.
+func (s *Server) stopSyncLocked() {
+	if j := s.journal; j != nil && j.kick != nil {
+		close(j.kick)
+		j.kick = nil
+	}
+	for _, c := range s.heldConns {
+		c.wakeWriter()
 	}
 }
 
@@ -388,6 +481,7 @@ func (s *Server) failLocked(err error) {
 		c.nc.Close()
 	}
 	s.timer.Stop()
+	s.stopSyncLocked()
 }
 
 // Err is why the server stopped on its own (its journal failed), or nil.
@@ -435,17 +529,55 @@ type conn struct {
 	closeReason string
 	gone        bool // the reader has ended and reported the close
 	wake        chan struct{}
+	// held are frames that wait for the journal's fsync (group commit),
+	// heldMarks where each run of them ends and the fsync it waits for.
+	held      []byte
+	heldMarks []heldMark
 }
 
+// outBuf is the buffer the next frame is appended to, for enqueue: the
+// writer's, or the held one while a transaction is not yet durable (or
+// earlier frames are still held: the order is kept).
+func (c *conn) outBuf() []byte {
+	if c.mustHold() {
+		return c.held
+	}
+	return c.out
+}
+
+func (c *conn) mustHold() bool {
+	return len(c.heldMarks) > 0 || c.s.journal != nil && c.s.journal.holding()
+}
+
+// enqueue takes b, outBuf with a frame appended.
 func (c *conn) enqueue(b []byte) {
-	c.out = b
 	c.queued++
 	c.stats.sent++
 	c.s.stats.sent++
+	if c.mustHold() {
+		if len(c.heldMarks) == 0 {
+			c.s.heldConns = append(c.s.heldConns, c)
+		}
+		c.held = b
+		c.heldMarks = append(c.heldMarks, heldMark{end: len(b), seq: c.s.journal.txnSeq})
+		return
+	}
+	c.out = b
+	c.wakeWriter()
+}
+
+func (c *conn) wakeWriter() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
 	}
+}
+
+// heldMark ends a run of held frames (held[:end]) that may leave once the
+// journal's durableSeq reaches seq.
+type heldMark struct {
+	end int
+	seq uint64
 }
 
 func (c *conn) closeAfterFlush(reason string) {
@@ -623,7 +755,7 @@ func (c *conn) request(body []byte) string {
 	}
 	switch s.requestFaultLocked(c, req) {
 	case failRequest:
-		c.enqueue(AppendReply(c.out, req.Op, &sim.Response{Xid: req.Xid, Err: sim.CodeAPIError}))
+		c.enqueue(AppendReply(c.outBuf(), req.Op, &sim.Response{Xid: req.Xid, Err: sim.CodeAPIError}))
 		return ""
 	case dropRequest:
 		return "fault: request dropped"
@@ -678,7 +810,9 @@ func (c *conn) writeLoop() {
 			c.out = c.spare[:0]
 			c.spare = nil
 			c.queued = 0
-			closing := c.closing
+			// Held frames go out before the close, unless the server
+			// has stopped and they never will.
+			closing := c.closing && (len(c.heldMarks) == 0 || s.closed)
 			s.mu.Unlock()
 			var err error
 			if len(buf) > 0 {
