@@ -287,7 +287,11 @@ func (e *Ensemble) closeAllConns(m *member, why string) {
 // leader makes; a reattached session is revalidated by the leader first.
 func (e *Ensemble) Connect(nowMs int64, conn ConnID, req ConnectRequest) {
 	m := e.members[e.connOn[conn]-1]
-	if req.LastZxidSeen > m.srv.lastZxid || !e.serving(m) {
+	if !e.serving(m) {
+		e.closeConn(m, conn)
+		return
+	}
+	if req.LastZxidSeen > m.srv.lastZxid {
 		m.srv.Connect(nowMs, conn, req) // refuses: the client tries another server
 		return
 	}

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"slices"
 )
 
 // This file lets servers replicate one another's transactions, for the
@@ -204,15 +203,6 @@ func (s *Server) TouchSession(nowMs int64, id int64) {
 	if sess, ok := s.sessions[id]; ok {
 		s.touch(nowMs, sess)
 	}
-}
-
-// AuthIDs are a connection's identities, for a request forwarded to the
-// leader.
-func (s *Server) AuthIDs(conn ConnID) []authID {
-	if a := s.auth[conn]; a != nil {
-		return slices.Clone(a.ids)
-	}
-	return nil
 }
 
 // --- every member's side: applying committed transactions ---
