@@ -51,6 +51,21 @@ import (
 // transaction, as a step of its own, so a strategy explores lag and
 // interleavings. Time passes only through the world (election timers).
 //
+// Where the model is simpler than ZooKeeper, on purpose:
+//   - a follower's session touches reach the leader's tracker at once
+//     while it can reach the leader, not in its next ping;
+//   - a leader cut off from its quorum steps down, and its followers notice,
+//     at once; the time ZooKeeper takes to notice (syncLimit ticks) is part
+//     of the election's 470-820 ms;
+//   - a connection has one request at the leader at a time: the next waits
+//     on the member, which orders it as CommitProcessor would but does not
+//     pipeline writes;
+//   - sync is answered once the member has applied what the leader had
+//     proposed when it handled the sync (Leader.processSync waits for
+//     those proposals to commit);
+//   - no read-only mode, no observers, no local sessions, no dynamic
+//     reconfiguration.
+//
 // The ensemble asserts its invariants as it goes and panics on a
 // violation, a simulator bug: a committed transaction is never lost (each
 // member's applied history is a prefix of the committed log), no two
