@@ -299,7 +299,7 @@ func (r *runner) lockModel() porcupine.Model {
 // trace tells: a lost lease is not left open to infinity.
 func (r *runner) checkLock(timeout time.Duration) CheckResult {
 	ops := r.lockOperations()
-	res := porcupine.CheckOperationsTimeout(r.lockModel(), ops, timeout)
+	res := checkLinearizable(r.lockModel(), ops, timeout)
 	out := CheckResult{Name: CheckLock, Outcome: porcupineOutcome(res), Detail: Plural(len(ops), "operation")}
 	if res == porcupine.Unknown {
 		out.Detail += fmt.Sprintf("; no answer within %v", timeout)
@@ -351,7 +351,7 @@ func (r *runner) checkStore(timeout time.Duration) CheckResult {
 	if r.store.fenced {
 		m = model.FencedStore()
 	}
-	res := porcupine.CheckOperationsTimeout(m, ops, timeout)
+	res := checkLinearizable(m, ops, timeout)
 	out := CheckResult{Name: CheckStore, Outcome: porcupineOutcome(res)}
 	out.Detail = fmt.Sprintf("value %d after %s", r.store.value, Plural(int(r.store.writes), "write"))
 	if len(r.store.lost) > 0 {
