@@ -425,23 +425,29 @@ func (r *runner) admits(holders []span) bool {
 // holderOf names who holds with lease l: in ZooKeeper's view on the
 // simulator, the server's lives of its nodes; otherwise (and for a lease
 // that names no node) the client and the nodes it names.
+//
+// The name is built in a stack buffer and allocated once: it is built for
+// every lease of every run, twice (zk-holders and split-brain), and the
+// concatenations were 7% of an exploration's allocations.
 func (r *runner) holderOf(l *lockRec, zkView bool) string {
-	var b strings.Builder
+	var buf [128]byte
+	b := buf[:0]
 	if zkView && r.real == nil && len(l.lives) > 0 {
 		for i, z := range l.lives {
 			if z == nil {
-				b.WriteString(l.nodes[i] + "(gone);")
+				b = append(append(b, l.nodes[i]...), "(gone);"...)
 				continue
 			}
-			b.WriteString(z.path + "@" + strconv.FormatInt(z.czxid, 16) + ";")
+			b = append(append(b, z.path...), '@')
+			b = append(strconv.AppendInt(b, z.czxid, 16), ';')
 		}
-		return b.String()
+		return string(b)
 	}
-	b.WriteString("c" + strconv.Itoa(l.client) + ":")
+	b = append(strconv.AppendInt(append(b, 'c'), int64(l.client), 10), ':')
 	for _, n := range l.nodes {
-		b.WriteString(n + ",")
+		b = append(append(b, n...), ',')
 	}
-	return b.String()
+	return string(b)
 }
 
 // describeHolder says who holds with lease l, for a person: the client,
