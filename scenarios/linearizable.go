@@ -35,12 +35,28 @@ func checkLinearizable(m porcupine.Model, ops []porcupine.Operation, timeout tim
 // time).
 func legalInReturnOrder(m porcupine.Model, ops []porcupine.Operation) bool {
 	var buf [128]int32
-	order := buf[:0]
-	for i := range ops {
+	state := m.Init()
+	for _, i := range returnOrder(buf[:0], len(ops), func(i int) int64 { return ops[i].Return }) {
+		op := &ops[i]
+		if op.Call > op.Return {
+			return false // not a well-formed operation: porcupine says what it makes of it
+		}
+		ok, next := m.Step(state, op.Input, op.Output)
+		if !ok {
+			return false
+		}
+		state = next
+	}
+	return true
+}
+
+// returnOrder appends to order the indices 0..n-1 sorted by ret, stably.
+func returnOrder(order []int32, n int, ret func(i int) int64) []int32 {
+	for i := range n {
 		order = append(order, int32(i))
 	}
 	slices.SortStableFunc(order, func(a, b int32) int {
-		ra, rb := ops[a].Return, ops[b].Return
+		ra, rb := ret(int(a)), ret(int(b))
 		switch {
 		case ra < rb:
 			return -1
@@ -49,13 +65,39 @@ func legalInReturnOrder(m porcupine.Model, ops []porcupine.Operation) bool {
 		}
 		return 0
 	})
-	state := m.Init()
-	for _, i := range order {
+	return order
+}
+
+// typedOp is one operation of a history before porcupine boxes its input
+// and output in interfaces (two allocations an operation).
+type typedOp[I, O any] struct {
+	client    int // from 1
+	in        I
+	out       O
+	call, ret int64
+}
+
+// boxOps is ops as porcupine operations.
+func boxOps[I, O any](ops []typedOp[I, O]) []porcupine.Operation {
+	out := make([]porcupine.Operation, 0, len(ops))
+	for _, o := range ops {
+		out = append(out, porcupine.Operation{ClientId: o.client - 1, Input: o.in, Output: o.out, Call: o.call, Return: o.ret})
+	}
+	return out
+}
+
+// typedLegalInReturnOrder is legalInReturnOrder on plain values, with the
+// model's step on them (model.LockStep, model.StoreStep), starting from
+// the zero state, which is every model's Init here.
+func typedLegalInReturnOrder[S, I, O any](ops []typedOp[I, O], step func(S, I, O) (bool, S)) bool {
+	var buf [128]int32
+	var state S
+	for _, i := range returnOrder(buf[:0], len(ops), func(i int) int64 { return ops[i].ret }) {
 		op := &ops[i]
-		if op.Call > op.Return {
-			return false // not a well-formed operation: porcupine says what it makes of it
+		if op.call > op.ret {
+			return false
 		}
-		ok, next := m.Step(state, op.Input, op.Output)
+		ok, next := step(state, op.in, op.out)
 		if !ok {
 			return false
 		}

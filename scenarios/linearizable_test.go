@@ -16,12 +16,13 @@ func TestCheckLinearizableAgreesWithPorcupine(t *testing.T) {
 		name  string
 		model porcupine.Model
 		lock  bool
+		kind  string // LockStep's kind
 	}{
-		{"mutex", model.Mutex(), true},
-		{"rwlock", model.RWLock(), true},
-		{"semaphore", model.Semaphore(2), true},
-		{"store", model.Store(), false},
-		{"fenced-store", model.FencedStore(), false},
+		{"mutex", model.Mutex(), true, "mutex"},
+		{"rwlock", model.RWLock(), true, "rwlock"},
+		{"semaphore", model.Semaphore(2), true, "semaphore"},
+		{"store", model.Store(), false, ""},
+		{"fenced-store", model.FencedStore(), false, "fenced"},
 	}
 	for _, m := range models {
 		t.Run(m.name, func(t *testing.T) {
@@ -49,6 +50,28 @@ func TestCheckLinearizableAgreesWithPorcupine(t *testing.T) {
 				want := porcupine.CheckOperationsTimeout(m.model, ops, 0)
 				if got := checkLinearizable(m.model, ops, 0); got != want {
 					t.Fatalf("checkLinearizable says %v, porcupine %v, on %v", got, want, ops)
+				}
+				// The plain-value steps take the same decisions as the
+				// models' own.
+				var typed bool
+				if m.lock {
+					var lops []typedOp[model.LockInput, model.LockOutput]
+					for _, o := range ops {
+						lops = append(lops, typedOp[model.LockInput, model.LockOutput]{o.ClientId + 1, o.Input.(model.LockInput), o.Output.(model.LockOutput), o.Call, o.Return})
+					}
+					typed = typedLegalInReturnOrder(lops, model.LockStep(m.kind, 2))
+				} else {
+					var sops []typedOp[model.StoreInput, model.StoreOutput]
+					for _, o := range ops {
+						sops = append(sops, typedOp[model.StoreInput, model.StoreOutput]{o.ClientId + 1, o.Input.(model.StoreInput), o.Output.(model.StoreOutput), o.Call, o.Return})
+					}
+					typed = typedLegalInReturnOrder(sops, model.StoreStep(m.kind == "fenced"))
+				}
+				if boxed := legalInReturnOrder(m.model, ops); typed != boxed {
+					t.Fatalf("in return order, the plain-value step says %v, the model %v, on %v", typed, boxed, ops)
+				}
+				if typed && want != porcupine.Ok {
+					t.Fatalf("legal in return order, porcupine says %v, on %v", want, ops)
 				}
 				if want == porcupine.Ok {
 					oks++
