@@ -115,43 +115,55 @@ func boxLockState(s LockState) any {
 	return s
 }
 
-// lockModel builds a lock model from its admission rule: may a client
-// join the holders of s, exclusively or shared?
-func lockModel(admit func(s LockState, shared bool) bool) porcupine.Model {
+// lockAdmit is a lock's admission rule: may a client join the holders of
+// s, exclusively or shared?
+type lockAdmit func(s LockState, shared bool) bool
+
+// step is the lock model's step on plain values: whether the operation
+// is legal in state s, and the state after it.
+func (admit lockAdmit) step(s LockState, in LockInput, out LockOutput) (bool, LockState) {
+	if !out.OK {
+		return true, s
+	}
+	b := bit(in.Client)
+	switch in.Kind {
+	case Acquire:
+		if (s.Writers|s.Readers)&b != 0 || !admit(s, in.Shared) {
+			return false, s
+		}
+		if in.Shared {
+			s.Readers |= b
+		} else {
+			s.Writers |= b
+		}
+		return true, s
+	case Release:
+		if in.Shared {
+			if s.Readers&b == 0 {
+				return false, s
+			}
+			s.Readers &^= b
+			return true, s
+		}
+		if s.Writers&b == 0 {
+			return false, s
+		}
+		s.Writers &^= b
+		return true, s
+	}
+	return false, s
+}
+
+// lockModel builds a lock model from its admission rule.
+func lockModel(admit lockAdmit) porcupine.Model {
 	return porcupine.Model{
 		Init: func() any { return LockState{} },
 		Step: func(state, input, output any) (bool, any) {
-			s, in, out := state.(LockState), input.(LockInput), output.(LockOutput)
-			if !out.OK {
-				return true, state
+			ok, next := admit.step(state.(LockState), input.(LockInput), output.(LockOutput))
+			if !ok || !output.(LockOutput).OK {
+				return ok, state
 			}
-			b := bit(in.Client)
-			switch in.Kind {
-			case Acquire:
-				if (s.Writers|s.Readers)&b != 0 || !admit(s, in.Shared) {
-					return false, state
-				}
-				if in.Shared {
-					s.Readers |= b
-				} else {
-					s.Writers |= b
-				}
-				return true, boxLockState(s)
-			case Release:
-				if in.Shared {
-					if s.Readers&b == 0 {
-						return false, state
-					}
-					s.Readers &^= b
-					return true, boxLockState(s)
-				}
-				if s.Writers&b == 0 {
-					return false, state
-				}
-				s.Writers &^= b
-				return true, boxLockState(s)
-			}
-			return false, state
+			return true, boxLockState(next)
 		},
 		DescribeOperation: func(input, output any) string {
 			in, out := input.(LockInput), output.(LockOutput)
@@ -171,30 +183,48 @@ func lockModel(admit func(s LockState, shared bool) bool) porcupine.Model {
 	}
 }
 
-// Mutex is the model of an exclusive lock: at most one holder.
-func Mutex() porcupine.Model {
-	return lockModel(func(s LockState, shared bool) bool {
-		return !shared && s.Writers == 0 && s.Readers == 0
-	})
+func mutexAdmit(s LockState, shared bool) bool {
+	return !shared && s.Writers == 0 && s.Readers == 0
 }
 
-// RWLock is the model of a read/write lock: one writer and no reader, or
-// any number of readers.
-func RWLock() porcupine.Model {
-	return lockModel(func(s LockState, shared bool) bool {
-		if shared {
-			return s.Writers == 0
-		}
-		return s.Writers == 0 && s.Readers == 0
-	})
+func rwLockAdmit(s LockState, shared bool) bool {
+	if shared {
+		return s.Writers == 0
+	}
+	return s.Writers == 0 && s.Readers == 0
 }
 
-// Semaphore is the model of a semaphore of n leases: at most n holders.
-func Semaphore(n int) porcupine.Model {
+func semaphoreAdmit(n int) lockAdmit {
 	if n < 1 {
 		n = 1
 	}
-	return lockModel(func(s LockState, shared bool) bool {
+	return func(s LockState, shared bool) bool {
 		return !shared && bits.OnesCount64(s.Writers) < n
-	})
+	}
+}
+
+// Mutex is the model of an exclusive lock: at most one holder.
+func Mutex() porcupine.Model { return lockModel(mutexAdmit) }
+
+// RWLock is the model of a read/write lock: one writer and no reader, or
+// any number of readers.
+func RWLock() porcupine.Model { return lockModel(rwLockAdmit) }
+
+// Semaphore is the model of a semaphore of n leases: at most n holders.
+func Semaphore(n int) porcupine.Model { return lockModel(semaphoreAdmit(n)) }
+
+// LockStep is the step of Mutex (kind "mutex"), RWLock ("rwlock") or
+// Semaphore(n) ("semaphore") on plain values, without porcupine's
+// interfaces: whether the operation is legal in s, and the state after
+// it. A checker that takes a history through it in one order that
+// respects real time, and finds every step legal, has a linearization
+// without porcupine's search and without boxing each operation.
+func LockStep(kind string, n int) func(s LockState, in LockInput, out LockOutput) (bool, LockState) {
+	switch kind {
+	case "rwlock":
+		return lockAdmit(rwLockAdmit).step
+	case "semaphore":
+		return semaphoreAdmit(n).step
+	}
+	return lockAdmit(mutexAdmit).step
 }

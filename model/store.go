@@ -59,14 +59,7 @@ func Store() porcupine.Model {
 	return porcupine.Model{
 		Init: func() any { return StoreState{} },
 		Step: func(state, input, output any) (bool, any) {
-			s, in, out := state.(StoreState), input.(StoreInput), output.(StoreOutput)
-			if !out.ReadOK || out.Read != s.Value {
-				return false, s
-			}
-			if in.Wrote && out.WriteOK {
-				s.Value++
-			}
-			return true, s
+			return storeStep(state.(StoreState), input.(StoreInput), output.(StoreOutput))
 		},
 		DescribeOperation: describeStoreOp,
 		DescribeState: func(state any) string {
@@ -86,25 +79,7 @@ func FencedStore() porcupine.Model {
 	return porcupine.Model{
 		Init: func() any { return StoreState{} },
 		Step: func(state, input, output any) (bool, any) {
-			s, in, out := state.(StoreState), input.(StoreInput), output.(StoreOutput)
-			switch {
-			case !out.ReadOK:
-				return in.Token < s.MaxToken, s
-			case in.Wrote && !out.WriteOK:
-				// Read with a token that was newest then, refused at the
-				// write because a newer one came in between: as one
-				// operation, it changes no value and may raise the token.
-				s.MaxToken = max(s.MaxToken, in.Token)
-				return true, s
-			}
-			if out.Read != s.Value || in.Token < s.MaxToken {
-				return false, s
-			}
-			s.MaxToken = in.Token
-			if in.Wrote {
-				s.Value++
-			}
-			return true, s
+			return fencedStoreStep(state.(StoreState), input.(StoreInput), output.(StoreOutput))
 		},
 		DescribeOperation: describeStoreOp,
 		DescribeState: func(state any) string {
@@ -112,4 +87,44 @@ func FencedStore() porcupine.Model {
 			return fmt.Sprintf("value %d, newest token %#x", s.Value, s.MaxToken)
 		},
 	}
+}
+
+func storeStep(s StoreState, in StoreInput, out StoreOutput) (bool, StoreState) {
+	if !out.ReadOK || out.Read != s.Value {
+		return false, s
+	}
+	if in.Wrote && out.WriteOK {
+		s.Value++
+	}
+	return true, s
+}
+
+func fencedStoreStep(s StoreState, in StoreInput, out StoreOutput) (bool, StoreState) {
+	switch {
+	case !out.ReadOK:
+		return in.Token < s.MaxToken, s
+	case in.Wrote && !out.WriteOK:
+		// Read with a token that was newest then, refused at the write
+		// because a newer one came in between: as one operation, it
+		// changes no value and may raise the token.
+		s.MaxToken = max(s.MaxToken, in.Token)
+		return true, s
+	}
+	if out.Read != s.Value || in.Token < s.MaxToken {
+		return false, s
+	}
+	s.MaxToken = in.Token
+	if in.Wrote {
+		s.Value++
+	}
+	return true, s
+}
+
+// StoreStep is the step of FencedStore (fenced) or Store on plain
+// values, without porcupine's interfaces (see LockStep).
+func StoreStep(fenced bool) func(s StoreState, in StoreInput, out StoreOutput) (bool, StoreState) {
+	if fenced {
+		return fencedStoreStep
+	}
+	return storeStep
 }

@@ -414,6 +414,7 @@ func Explore(o ExploreOptions) (*ExploreResult, error) {
 	}
 	exploreMu.Lock()
 	defer exploreMu.Unlock()
+	defer raiseGCPercent()()
 	// rapid asks testing.Short, which needs the testing flags registered
 	// and parsed: outside a test binary (the CLI), register them.
 	if flag.Lookup("test.short") == nil {

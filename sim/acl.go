@@ -822,7 +822,7 @@ func (s *Server) eventVisible(conn ConnID, id aclID) bool {
 // validateSetACL checks a setACL in PrepRequestProcessor's order: the
 // path, the new ACL (fixupACL), the node, ADMIN on it, then the expected
 // aversion.
-func (s *Server) validateSetACL(req Request, o *overlay) (write, Code) {
+func (s *Server) validateSetACL(req *Request, o *overlay) (write, Code) {
 	if validateServerPath(req.Path, false) != nil {
 		return write{}, CodeBadArguments
 	}
@@ -842,7 +842,7 @@ func (s *Server) validateSetACL(req Request, o *overlay) (write, Code) {
 	}
 	id := s.acls.intern(acl)
 	n.acl = id
-	return write{req: req, path: req.Path, acl: id}, CodeOK
+	return write{path: req.Path, acl: id}, CodeOK
 }
 
 // setACL applies a validated setACL: the node takes the ACL and its

@@ -511,12 +511,13 @@ func TestApplyAssertsPermission(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		acl  []zk.ACL
+		req  Request
 		w    write
 	}{
-		{"create under a read-only node", zk.WorldACL(zk.PermRead), write{req: mkCreate("/p/x", nil, 0), path: "/p/x"}},
-		{"set without WRITE", zk.WorldACL(zk.PermAll &^ zk.PermWrite), write{req: mkSet("/p", nil, -1), path: "/p"}},
-		{"setACL without ADMIN", zk.WorldACL(zk.PermAll &^ zk.PermAdmin), write{req: Request{Op: OpSetACL, Path: "/p", Version: -1}, path: "/p"}},
-		{"set on alice's node", []zk.ACL{digestACL(zk.PermAll, "alice:pw")}, write{req: mkSet("/p", nil, -1), path: "/p"}},
+		{"create under a read-only node", zk.WorldACL(zk.PermRead), mkCreate("/p/x", nil, 0), write{path: "/p/x"}},
+		{"set without WRITE", zk.WorldACL(zk.PermAll &^ zk.PermWrite), mkSet("/p", nil, -1), write{path: "/p"}},
+		{"setACL without ADMIN", zk.WorldACL(zk.PermAll &^ zk.PermAdmin), Request{Op: OpSetACL, Path: "/p", Version: -1}, write{path: "/p"}},
+		{"set on alice's node", []zk.ACL{digestACL(zk.PermAll, "alice:pw")}, mkSet("/p", nil, -1), write{path: "/p"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, ServerConfig{})
@@ -529,7 +530,7 @@ func TestApplyAssertsPermission(t *testing.T) {
 					t.Fatal("the write passed the assertion")
 				}
 			}()
-			h.s.apply(0, h.s.sessions[sid], tc.w, h.s.begin())
+			h.s.apply(0, h.s.sessions[sid], &tc.req, tc.w, h.s.begin())
 		})
 	}
 }

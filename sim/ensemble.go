@@ -344,7 +344,7 @@ func (e *Ensemble) Receive(nowMs int64, conn ConnID, req Request) {
 // the connection layer refuses (too long, or one a 3.8 server dies of)
 // the member handles itself.
 func (e *Ensemble) forwards(req Request) bool {
-	return forwardedToLeader(req) && packetLen(req) <= e.cfg.MaxPacketBytes && !crashesServer(req) && req.Op != OpAuth && req.Op != OpSASL
+	return forwardedToLeader(req) && packetLen(&req) <= e.cfg.MaxPacketBytes && !crashesServer(&req) && req.Op != OpAuth && req.Op != OpSASL
 }
 
 // drain answers a connection's queued requests until one must wait for the

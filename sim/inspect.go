@@ -84,3 +84,39 @@ func (s *Server) SessionInfos() []SessionInfo {
 	}
 	return infos
 }
+
+// EachChild calls fn with each child name of path, in the order the
+// server lists them (Node's Children), and reports whether path exists.
+// It changes nothing and copies nothing: a checker that looks at the tree
+// after every write (scenarios' serverTree) would otherwise copy every
+// list. fn must not change the server.
+func (s *Server) EachChild(path string, fn func(name string)) bool {
+	n := s.nodes[path]
+	if n == nil {
+		return false
+	}
+	if n.children != nil {
+		if !n.children.orderValid {
+			n.children.order = n.children.computeOrder()
+			n.children.orderValid = true
+		}
+		for _, name := range n.children.order {
+			fn(name)
+		}
+	}
+	return true
+}
+
+// NodeIdentity is what tells one life of path from another: its czxid
+// and its owner session (Node's Stat.Czxid and Owner), and whether it
+// exists. It changes nothing and, unlike Node, copies nothing.
+func (s *Server) NodeIdentity(path string) (czxid, owner int64, ok bool) {
+	n := s.nodes[path]
+	if n == nil {
+		return 0, 0, false
+	}
+	if ownerKind(n.ephemeralOwner) == ownerSession {
+		owner = n.ephemeralOwner
+	}
+	return n.czxid, owner, true
+}

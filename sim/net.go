@@ -115,13 +115,15 @@ func (w *World) pruneConns() {
 // drainServer routes what the server sent onto its connections; output
 // for a connection the client has closed is lost.
 func (w *World) drainServer() {
-	for _, o := range w.serverOutputs() {
+	outputs := w.serverOutputs()
+	for i := range outputs {
+		o := &outputs[i] // not a copy: an Output is some 370 bytes
 		conn := w.connByID(o.Conn)
 		if conn == nil || conn.clientClosed {
-			w.emit(Event{Kind: "lost", Detail: fmt.Sprintf("server->conn%d %s", o.Conn, describeOutput(o))})
+			w.emit(Event{Kind: "lost", Detail: fmt.Sprintf("server->conn%d %s", o.Conn, describeOutput(*o))})
 			continue
 		}
-		conn.toClient.push(o)
+		conn.toClient.push(*o)
 	}
 }
 
@@ -245,7 +247,7 @@ func (w *World) deliverToClient(conn *netConn) {
 		w.reset(conn, "reply dropped")
 		return
 	}
-	c.receive(conn, o)
+	c.receive(conn, &o)
 }
 
 func describeOutput(o Output) string {

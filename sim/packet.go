@@ -13,11 +13,13 @@ const (
 
 func juteString(s string) int { return 4 + len(s) }
 
-func packetLen(req Request) int {
+// The sizes take the request by pointer: a Request is some 350 bytes,
+// and these run on every request twice (client and server).
+func packetLen(req *Request) int {
 	return requestHeaderBytes + bodyLen(req)
 }
 
-func bodyLen(req Request) int {
+func bodyLen(req *Request) int {
 	switch req.Op {
 	case OpCreate, OpCreate2, OpCreateCont:
 		return juteString(req.Path) + 4 + len(req.Data) + aclLen(req) + 4
@@ -41,8 +43,8 @@ func bodyLen(req Request) int {
 		return juteString(req.JoiningServers) + juteString(req.LeavingServers) + juteString(req.NewMembers) + 8
 	case OpMulti, OpMultiRead:
 		n := multiHeaderBytes
-		for _, op := range req.Ops {
-			n += multiHeaderBytes + bodyLen(op)
+		for i := range req.Ops {
+			n += multiHeaderBytes + bodyLen(&req.Ops[i])
 		}
 		return n
 	case OpSetWatches, OpSetWatches2:
@@ -62,7 +64,7 @@ func bodyLen(req Request) int {
 	return 0
 }
 
-func aclLen(req Request) int {
+func aclLen(req *Request) int {
 	n := 4
 	for _, a := range req.ACL {
 		n += 4 + juteString(a.Scheme) + juteString(a.ID)

@@ -83,7 +83,21 @@ const (
 	AddWatchPersistentRecursive AddWatchMode = 1
 )
 
+// opNamesByCode holds opNames for the opcodes 0 to 127, by code: every
+// traced request names its op, and an array beats a map lookup.
+var opNamesByCode = func() (table [128]string) {
+	for op, name := range opNames {
+		if op >= 0 && int(op) < len(table) {
+			table[op] = name
+		}
+	}
+	return table
+}()
+
 func (op OpCode) String() string {
+	if op >= 0 && int(op) < len(opNamesByCode) && opNamesByCode[op] != "" {
+		return opNamesByCode[op]
+	}
 	if name, ok := opNames[op]; ok {
 		return name
 	}

@@ -344,7 +344,7 @@ func multiResultOp(op OpCode) OpCode {
 //     decides the sequence suffix); createTTL a TTL node; create and
 //     create2 an ephemeral node for an ephemeral mode and a persistent
 //     node for any other, a container mode included.
-func (s *Server) createOwner(sess *serverSession, req Request) (int64, Code) {
+func (s *Server) createOwner(sess *serverSession, req *Request) (int64, Code) {
 	mode := req.Mode
 	if mode < zk.FlagPersistent || mode > zk.FlagPersistentSequentialWithTTL {
 		return 0, CodeBadArguments
@@ -378,7 +378,7 @@ func (s *Server) createOwner(sess *serverSession, req Request) (int64, Code) {
 // which stops the server: measured, the process exits and the client's
 // connection closes unanswered. The simulator closes the connection
 // unanswered and applies nothing; it does not stop the server.
-func crashesServer(req Request) bool {
+func crashesServer(req *Request) bool {
 	isTTL := req.Mode == zk.FlagTTL || req.Mode == zk.FlagPersistentSequentialWithTTL
 	return req.Op == OpCreateTTL && !isTTL && req.TTLMs < 0 &&
 		req.Mode >= zk.FlagPersistent && req.Mode <= zk.FlagPersistentSequentialWithTTL
