@@ -153,10 +153,14 @@ func (w *World) Inject(f Fault) error {
 			w.emit(Event{Kind: "fault", Client: c.id, Detail: "the server is down: nothing to expire"})
 			return nil
 		}
-		if c.sessionID != 0 && w.server.ExpireSession(w.nowMs(), c.sessionID) && c.conn != nil {
+		if c.sessionID != 0 && w.expireSession(c.sessionID) && c.conn != nil {
 			w.reset(c.conn, "the server expired the session")
 		}
 	case FaultRestart:
+		if w.ens != nil {
+			w.restartEnsemble(f.Duration)
+			return nil
+		}
 		// A restart while the server is already down extends the downtime:
 		// the server comes up once, when the last restart ends.
 		w.serverUp = false

@@ -59,11 +59,13 @@ var ErrDeadlock = errors.New("sim: deadlock")
 // fires) is made by the Strategy from one seeded source. Virtual time
 // moves only when nothing else can happen, to the next timer.
 type World struct {
-	cfg      Config
-	rng      *rand.Rand
-	strategy Strategy
-	server   *Server
-	ens      *Ensemble // nil for the standalone server
+	cfg       Config
+	rng       *rand.Rand
+	strategy  Strategy
+	server    *Server
+	ens       *Ensemble // nil for the standalone server
+	ensBuf    []EnsembleStep
+	ensFaults *ensembleFaults
 
 	nowNs     int64
 	horizonNs int64 // RunFor's end: time does not jump past it
@@ -100,9 +102,6 @@ func New(cfg Config) *World {
 	if err := cfg.Validate(); err != nil {
 		panic(err.Error())
 	}
-	if cfg.Servers > 1 {
-		panic("sim: ensembles are not built yet (issue 13)")
-	}
 	if cfg.MaxSteps == 0 {
 		cfg.MaxSteps = 10_000_000
 	}
@@ -112,10 +111,14 @@ func New(cfg Config) *World {
 	w := &World{
 		cfg:      cfg,
 		rng:      rand.New(rand.NewPCG(cfg.Seed, 0x7a6b6c6162)),
-		server:   NewServer(cfg.Server),
 		serverUp: true,
 	}
-	w.server.checkEvery = cfg.CheckEveryStep
+	if cfg.Servers > 1 {
+		w.newEnsemble()
+	} else {
+		w.server = NewServer(cfg.Server)
+		w.server.checkEvery = cfg.CheckEveryStep
+	}
 	w.strategy = cfg.Strategy
 	if w.strategy == nil {
 		w.strategy = RandomWalk{}
@@ -306,7 +309,7 @@ func (w *World) runUntil(stop func() bool) error {
 	w.running = false
 	w.main.ready = nil
 	if w.stopErr == nil {
-		if err := w.server.CheckInvariants(); err != nil {
+		if err := w.checkServerInvariants(); err != nil {
 			return err
 		}
 	}
@@ -436,7 +439,7 @@ func (w *World) NextEventTime() (time.Duration, bool) {
 	if len(w.timers) > 0 {
 		next = w.timers[0].atNs
 	}
-	if d := w.server.NextDeadlineMs(); d != 1<<63-1 && w.serverUp {
+	if d := w.serverDeadlineMs(); d != 1<<63-1 && w.serverUp {
 		if dNs := d * int64(time.Millisecond); next < 0 || dNs < next {
 			next = dNs
 		}
@@ -455,7 +458,7 @@ func (w *World) advanceTime() bool {
 	if len(w.timers) > 0 {
 		next = w.timers[0].atNs
 	}
-	if d := w.server.NextDeadlineMs(); d != 1<<63-1 && w.serverUp {
+	if d := w.serverDeadlineMs(); d != 1<<63-1 && w.serverUp {
 		dNs := d * int64(time.Millisecond)
 		if next < 0 || dNs < next {
 			next = dNs
@@ -474,7 +477,11 @@ func (w *World) advanceTime() bool {
 		w.nowNs = next
 	}
 	if w.serverUp {
-		w.server.Tick(w.nowMs())
+		if w.ens != nil {
+			w.ens.Tick(w.nowMs())
+		} else {
+			w.server.Tick(w.nowMs())
+		}
 		w.drainServer()
 	}
 	return true
