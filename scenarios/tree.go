@@ -50,9 +50,9 @@ type serverTree struct {
 	// which moves from member to member with the leadership; a write
 	// becomes a transaction there some steps after its "apply" event, so
 	// the tree looks at the view after every event (ensemble.go).
-	view func() *sim.Server
-	lives  []*znodeLife
-	live   map[string]*znodeLife // path -> its current life
+	view  func() *sim.Server
+	lives []*znodeLife
+	live  map[string]*znodeLife // path -> its current life
 	// liveNames are the names of live, by directory: a scan looks its
 	// children up without building their paths.
 	liveNames map[string]map[string]bool
