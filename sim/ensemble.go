@@ -85,6 +85,7 @@ type member struct {
 	lagging   bool // receives nothing from its leader and applies nothing
 	following int  // the leader it is in sync with, 0 for none
 	conns     map[ConnID]*memberConn
+	waiters   []ConnID // connections whose sync or connect waits to catch up, in arrival order
 }
 
 // memberConn is what a member keeps of a client connection beyond what
@@ -286,7 +287,11 @@ func (e *Ensemble) closeAllConns(m *member, why string) {
 // leader makes; a reattached session is revalidated by the leader first.
 func (e *Ensemble) Connect(nowMs int64, conn ConnID, req ConnectRequest) {
 	m := e.members[e.connOn[conn]-1]
-	if req.LastZxidSeen > m.srv.lastZxid || !e.serving(m) {
+	if !e.serving(m) {
+		e.closeConn(m, conn)
+		return
+	}
+	if req.LastZxidSeen > m.srv.lastZxid {
 		m.srv.Connect(nowMs, conn, req) // refuses: the client tries another server
 		return
 	}
@@ -343,7 +348,7 @@ func (e *Ensemble) drain(nowMs int64, m *member, conn ConnID) {
 		}
 		mc.outstanding = true
 		session := m.srv.conns[conn]
-		e.toLeader(nowMs, m, peerMsg{kind: msgForward, conn: conn, session: session, auth: m.srv.AuthIDs(conn), req: req})
+		e.toLeader(nowMs, m, peerMsg{kind: msgForward, conn: conn, session: session, auth: m.srv.callerAuth(conn), req: req})
 	}
 }
 
@@ -488,7 +493,9 @@ func (e *Ensemble) atFollower(nowMs int64, m *member, msg peerMsg) {
 		}
 	case msgSynced:
 		if mc := m.conns[msg.conn]; mc != nil {
-			mc.waitZxid, mc.sync = msg.zxid, &msg.req
+			req := msg.req
+			mc.waitZxid, mc.sync = msg.zxid, &req
+			m.waiters = append(m.waiters, msg.conn)
 			e.catchUp(nowMs, m, msg.conn)
 		}
 	case msgMoved:
@@ -501,6 +508,7 @@ func (e *Ensemble) atFollower(nowMs int64, m *member, msg peerMsg) {
 	case msgRevalidated:
 		if mc := m.conns[msg.conn]; mc != nil {
 			mc.waitZxid, mc.connectOK = msg.zxid, msg.ok
+			m.waiters = append(m.waiters, msg.conn)
 			e.catchUp(nowMs, m, msg.conn)
 		}
 	default:
@@ -611,9 +619,14 @@ func (e *Ensemble) applyNext(nowMs int64, m *member) *TxnRecord {
 		mc.outstanding = false
 		e.drain(nowMs, m, rec.Conn)
 	}
-	for _, c := range slices.Sorted(maps.Keys(m.conns)) {
-		if mc := m.conns[c]; mc.sync != nil || mc.connect != nil {
+	if len(m.waiters) > 0 {
+		waiters := m.waiters
+		m.waiters = nil
+		for _, c := range waiters {
 			e.catchUp(nowMs, m, c)
+			if mc := m.conns[c]; mc != nil && (mc.sync != nil || mc.connect != nil) {
+				m.waiters = append(m.waiters, c)
+			}
 		}
 	}
 	return rec
@@ -663,6 +676,7 @@ func (e *Ensemble) Crash(i int) []ConnID {
 		delete(e.connOn, c)
 	}
 	m.conns = make(map[ConnID]*memberConn)
+	m.waiters = nil
 	m.up = false
 	m.following = 0
 	e.note("s%d crashed", i)

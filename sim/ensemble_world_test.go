@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,21 +45,30 @@ func lockWorkload(t *testing.T, seed uint64, servers int, faults []ScheduledFaul
 			for round := range 15 {
 				me, err := c.Create(ctx, "/lock/n-", []byte{byte(round)}, zk.FlagEphemeralSequential, acl)
 				if err != nil {
+					// The create may have been applied with its reply
+					// lost: remove this session's nodes before trying
+					// again, or it would wait on itself.
+					removeOwnNodes(ctx, c)
 					c.Sleep(ctx, 300*time.Millisecond)
 					continue
 				}
 				for {
 					kids, _, err := c.Children(ctx, "/lock")
 					if err != nil {
+						removeOwnNodes(ctx, c)
 						break
 					}
-					if len(kids) > 0 && "/lock/"+minName(kids) == me {
+					if !slices.Contains(kids, me[len("/lock/"):]) {
+						break // the session that made it expired
+					}
+					if "/lock/"+minName(kids) == me {
 						c.Set(ctx, "/lock", []byte(me), -1)
-						c.Delete(ctx, me, -1)
+						removeOwnNodes(ctx, c)
 						break
 					}
 					_, _, ch, err := c.ExistsW(ctx, "/lock/"+minName(kids))
 					if err != nil {
+						removeOwnNodes(ctx, c)
 						break
 					}
 					tctx, cancel := c.WithTimeout(ctx, 2*time.Second)
@@ -81,6 +93,34 @@ func lockWorkload(t *testing.T, seed uint64, servers int, faults []ScheduledFaul
 	}
 	fmt.Fprintf(&b, "final zxid %#x nodes %d leader s%d\n", w.Server().LastZxid(), w.Server().NodeCount(), w.Leader())
 	return w, b.String()
+}
+
+func removeOwnNodes(ctx context.Context, c *Client) {
+	for range 100 {
+		if removedOwnNodes(ctx, c) {
+			return
+		}
+		c.Sleep(ctx, 200*time.Millisecond)
+	}
+}
+
+func removedOwnNodes(ctx context.Context, c *Client) bool {
+	kids, _, err := c.Children(ctx, "/lock")
+	if err != nil {
+		return false
+	}
+	for _, k := range kids {
+		ok, st, err := c.Exists(ctx, "/lock/"+k)
+		if err != nil {
+			return false
+		}
+		if ok && st.EphemeralOwner == c.SessionID() {
+			if err := c.Delete(ctx, "/lock/"+k, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func minName(kids []string) string {
@@ -154,6 +194,26 @@ func TestEnsembleDeterminism(t *testing.T) {
 	if other == first {
 		t.Fatal("seeds 11 and 12 gave the same run")
 	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestEnsembleDeterminismChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "ZKLAB_ENSEMBLE_DETERMINISM=11")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("child process: %v\n%s", err, out)
+	}
+	if want := "digest " + digest(first) + "\n"; !strings.Contains(string(out), want) {
+		t.Fatalf("the child process's run of seed 11 differs: it printed\n%s\nwant %s", out, want)
+	}
+}
+
+// TestEnsembleDeterminismChild runs TestEnsembleDeterminism's workload in
+// a separate process (its own map hash seeds) and prints its digest.
+func TestEnsembleDeterminismChild(t *testing.T) {
+	if os.Getenv("ZKLAB_ENSEMBLE_DETERMINISM") == "" {
+		t.Skip("run by TestEnsembleDeterminism")
+	}
+	w, text := lockWorkload(t, 11, 3, everyServerFault())
+	w.Close()
+	fmt.Printf("digest %s\n", digest(text))
 }
 
 // A five-server world commits on three and survives two crashed

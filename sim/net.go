@@ -218,7 +218,11 @@ func (w *World) deliverToServer(conn *netConn) {
 			return
 		}
 		if w.trace.on() {
-			w.emit(Event{Kind: "apply", Client: c.number(), Session: c.sessionID, Op: m.req.Op.String(), Xid: m.req.Xid, Path: m.req.Path})
+			e := Event{Kind: "apply", Client: c.number(), Session: c.sessionID, Op: m.req.Op.String(), Xid: m.req.Xid, Path: m.req.Path}
+			if w.ens != nil {
+				e.Detail = fmt.Sprintf("s%d", w.ens.ServerOf(conn.id))
+			}
+			w.emit(e)
 		}
 		if w.ens != nil {
 			w.ens.Receive(w.nowMs(), conn.id, m.req)
