@@ -403,3 +403,26 @@ func TestAPartitionedLeaderStepsDown(t *testing.T) {
 		t.Fatal("the healed server does not follow the new leader")
 	}
 }
+
+// A write whose proposal the leader had sent when it crashed is committed
+// by the next leader: what a killed process sent still arrives (measured:
+// a write in flight when the leader died was committed in every run,
+// ensemble_facts_test.go). Its client saw its connection close: the write
+// was indeterminate to it.
+func TestAWriteProposedBeforeTheLeaderCrashedIsCommitted(t *testing.T) {
+	h := newEnsHarness(t, 3)
+	c, _ := h.connect(3, 10000)
+	h.send(c, mkCreate("/inflight", nil, 0))
+	h.e.Crash(3)
+	h.collect()
+	h.settle(nil) // the proposals on their way arrive; the acks go nowhere
+	if !h.e.Elect(h.nowMs) {
+		t.Fatal("no new leader")
+	}
+	h.settle(nil)
+	for i := 1; i <= 2; i++ {
+		if _, ok := h.e.Member(i).Node("/inflight"); !ok {
+			t.Fatalf("s%d lacks the write the crashed leader had proposed", i)
+		}
+	}
+}
