@@ -250,6 +250,10 @@ type nodeMaker struct {
 	// create whose reply was lost is found again; unprotected-lock has it
 	// off.
 	protected bool
+	// syncReads calls Sync on the directory before each listing a
+	// decision rests on (sync-resume-lock): on an ensemble the connected
+	// server may lag behind the leader, and sync makes it catch up first.
+	syncReads bool
 	// session, when not zero, is the only session create may create in:
 	// once the client has another, create gives up with errSessionGone.
 	// The semaphore pins its lease node to the session of its gate node,
@@ -351,6 +355,9 @@ func (m *nodeMaker) settleAbandoned(ctx context.Context, guid string, session in
 
 // find looks for the node of a protected create among the children.
 func (m *nodeMaker) find(ctx context.Context, guid string, session int64) (lockNode, bool, error) {
+	if err := m.sync(ctx); err != nil {
+		return lockNode{}, false, err
+	}
 	names, _, err := m.conn.Children(ctx, m.dir)
 	if errors.Is(err, zk.ErrNoNode) {
 		return lockNode{}, false, nil
@@ -672,6 +679,9 @@ func (q *queue) round(ctx context.Context, node lockNode, pred predicate, block 
 
 // list returns the sorted children of the directory.
 func (q *queue) list(ctx context.Context) ([]child, error) {
+	if err := q.sync(ctx); err != nil {
+		return nil, err
+	}
 	names, _, err := q.conn.Children(ctx, q.dir)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil

@@ -16,7 +16,9 @@
 //	multi-lock       MultiLock          Curator InterProcessMultiLock
 //
 // Flawed variants, for teaching: persistent-lock, unprotected-lock,
-// lost-wakeup-lock (QueueLock).
+// lost-wakeup-lock (QueueLock), and stale-resume-lock (ResumeLock), whose
+// flaw shows on an ensemble only; its correct twin sync-resume-lock is a
+// QueueLock that syncs before each listing it decides on (resume.go).
 //
 // The common core (core.go) makes the sequential lock nodes, with
 // protected names carrying a GUID and the session id; runs the

@@ -105,7 +105,7 @@ func checkNoLockNodes(t *testing.T, e env, allowed []string, dirs ...string) []s
 func TestRegistry(t *testing.T) {
 	want := []string{"exclusive-lock", "herd-lock", "fair-lock", "reentrant-mutex", "semaphore-mutex", "semaphore",
 		"rw-lock", "herd-rw-lock", "multi-lock", "leader-latch", "leader-selector", "election", "herd-election",
-		"persistent-lock", "unprotected-lock", "lost-wakeup-lock", "old-session-latch"}
+		"sync-resume-lock", "persistent-lock", "unprotected-lock", "lost-wakeup-lock", "old-session-latch", "stale-resume-lock"}
 	if got := recipes.Names(); !slices.Equal(got, want) {
 		t.Errorf("Names() = %v, want %v", got, want)
 	}
@@ -114,7 +114,7 @@ func TestRegistry(t *testing.T) {
 		if !ok || r.Summary == "" || r.Source == "" || r.New == nil {
 			t.Errorf("Lookup(%q) = %+v, %v", name, r, ok)
 		}
-		if flawed := slices.Index(want, name) >= 13; r.Flawed() != flawed {
+		if flawed := slices.Index(want, name) >= 14; r.Flawed() != flawed {
 			t.Errorf("%s: Flawed() = %v", name, r.Flawed())
 		}
 	}

@@ -28,6 +28,10 @@ type Recipe struct {
 	// Flaw is empty for a correct recipe; for a flawed variant it is the
 	// mistake it makes, and what the testbed should see.
 	Flaw string
+	// Servers, for a flawed variant, is the ensemble size on which its
+	// flaw shows (0: a single server shows it): exploration looks for it
+	// there.
+	Servers int
 	// New builds one client's handle on the lock at path.
 	New func(c Conn, path string, o Options) Lock
 	// Election marks a leader election: its lease is a term of
@@ -128,6 +132,12 @@ var registry = []Recipe{
 		Election: true,
 	},
 	{
+		Name:    "sync-resume-lock",
+		Summary: "fair-lock that syncs before each listing it decides on, so that a lagging follower cannot hide its own node or a lost session",
+		Source:  "the Programmer's Guide on sync (Consistency Guarantees); the correct twin of stale-resume-lock (issue 13)",
+		New:     func(c Conn, p string, _ Options) Lock { return NewSyncResumeLock(c, p) },
+	},
+	{
 		Name:    "persistent-lock",
 		Summary: "fair-lock with PERSISTENT nodes",
 		Source:  "seed 000's warning on PERSISTENT nodes",
@@ -155,6 +165,14 @@ var registry = []Recipe{
 		Flaw:     "it trusts the old session's candidate node without comparing its ephemeralOwner with the current session: when the old session expires, the server deletes the node and the next candidate leads too (split-brain)",
 		New:      func(c Conn, p string, _ Options) Lock { return NewOldSessionLatch(c, p) },
 		Election: true,
+	},
+	{
+		Name:    "stale-resume-lock",
+		Summary: "fair-lock whose uncontended holder keeps its node on release and resumes it at its next acquire, deciding both on plain reads",
+		Source:  "the Programmer's Guide on stale reads and sync (Consistency Guarantees); zklab's own teaching variant (issue 13)",
+		Flaw:    "on an ensemble, a holder paused past its session timeout reads from a follower that has not applied the expiry, finds its node still there and resumes it beside the new holder",
+		Servers: 3,
+		New:     func(c Conn, p string, _ Options) Lock { return NewStaleResumeLock(c, p) },
 	},
 }
 

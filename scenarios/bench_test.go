@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -66,6 +67,36 @@ func BenchmarkFirstViolation(b *testing.B) {
 				total += res.ToFailure
 			}
 			b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms-to-violation")
+		})
+	}
+}
+
+// BenchmarkExplore5x10Servers measures exploration throughput on one
+// server and on an ensemble of 3, side by side in one run (issue 13 item
+// 7): BenchmarkExplore5x10's workload (fair-lock, 5 clients × 10 cycles,
+// fenced store, up to 3 faults, random scheduling, checks included),
+// with every fault kind the size allows (on 3 servers the ensemble's
+// too). Only the "run" check stops an exploration, so that every
+// sub-benchmark runs its 100 schedules whatever the recipe does on an
+// ensemble. Compare the schedules/s of servers=1 and servers=3.
+func BenchmarkExplore5x10Servers(b *testing.B) {
+	for _, servers := range []int{1, 3} {
+		b.Run(fmt.Sprintf("servers=%d", servers), func(b *testing.B) {
+			runs, steps := 0, uint64(0)
+			for i := range b.N {
+				res, err := Explore(ExploreOptions{Recipe: "fair-lock", Strategy: StrategyRandom, Runs: 100, Seed: uint64(i), exactShape: true, Clients: 5, Cycles: 10,
+					Servers: []int{servers}, Violations: []string{CheckRun}, Dir: b.TempDir()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res.Failure != nil {
+					b.Fatalf("%s", res.Failure.Verdict)
+				}
+				runs += res.Runs
+				steps += res.Steps
+			}
+			b.ReportMetric(float64(runs)/b.Elapsed().Seconds(), "schedules/s")
+			b.ReportMetric(float64(steps)/float64(runs), "steps/schedule")
 		})
 	}
 }

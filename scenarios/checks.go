@@ -354,6 +354,13 @@ func (r *runner) lockOps() []typedOp[model.LockInput, model.LockOutput] {
 			continue
 		}
 		from, end, ok := r.leaseEnd(l)
+		if next := r.resumedBy(l); next != nil {
+			// The client's next lease stands on the same life of the
+			// same node (a release that kept it, an acquire that resumed
+			// it): the hold went on, and this lease ends where the next
+			// one began.
+			from, end, ok = l.releaseCall, next.acquireCall, true
+		}
 		if !ok {
 			continue // held to the end of the run
 		}
@@ -693,4 +700,26 @@ func checkZnodeModel(name string, m porcupine.Model, keep func([]porcupine.Opera
 		out.Detail += fmt.Sprintf("; no answer within %v", timeout)
 	}
 	return out
+}
+
+// resumedBy is the client's next granted lease when it stands on the
+// same life of the same node as l (l's release kept the node and the
+// next acquire resumed it), nil otherwise. Simulator only.
+func (r *runner) resumedBy(l *lockRec) *lockRec {
+	if !l.releaseCalled || len(l.lives) == 0 || l.lives[0] == nil {
+		return nil
+	}
+	after := false
+	for _, n := range r.hist.locks {
+		switch {
+		case n == l:
+			after = true
+		case after && n.client == l.client && n.granted:
+			if len(n.lives) > 0 && n.lives[0] == l.lives[0] {
+				return n
+			}
+			return nil
+		}
+	}
+	return nil
 }

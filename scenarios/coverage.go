@@ -186,13 +186,18 @@ func (c *Coverage) Text(kinds []sim.FaultKind) string {
 		return true
 	})
 	fmt.Fprintf(&b, "coverage of %d runs: faults by the phase of the client they struck\n", c.Runs)
-	fmt.Fprintf(&b, "  %-14s", "")
+	// The kinds' column fits the longest kind's name (partition-server).
+	kindWidth := 14
+	for _, k := range kinds {
+		kindWidth = max(kindWidth, len(k))
+	}
+	fmt.Fprintf(&b, "  %-*s", kindWidth, "")
 	for _, p := range used {
 		fmt.Fprintf(&b, " %*s", max(len(p), 6), p)
 	}
 	b.WriteString("\n")
 	for _, k := range kinds {
-		fmt.Fprintf(&b, "  %-14s", k)
+		fmt.Fprintf(&b, "  %-*s", kindWidth, k)
 		for _, p := range used {
 			n := c.Faults[k][p]
 			cell := fmt.Sprint(n)

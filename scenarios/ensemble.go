@@ -3,6 +3,7 @@ package scenarios
 import (
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -189,4 +190,46 @@ func (r *runner) checkEnsembleZnodes(ops []sim.Operation, lastStep uint64, timeo
 	writes.Detail += " (the writes: reads may be stale on an ensemble)"
 	reads := checkZnodeModel(CheckSequential, model.SessionReads(), nil, ops, r.obs, lastStep, timeout)
 	return []CheckResult{writes, reads}
+}
+
+// ensembleEvent follows the committed view of an ensemble: whenever its
+// last zxid moved (a transaction committed and applied there, or the
+// view moved to another member), it scans every lock directory a create
+// went to for new nodes and looks again at every live one. A life's
+// start and end are the steps at which the view first showed the change.
+func (t *serverTree) ensembleEvent(e sim.Event) {
+	if e.Kind == "apply" && (e.Op == "create" || e.Op == "createContainer" || e.Op == "createTTL") {
+		t.dirs[path.Dir(e.Path)] = true
+	}
+	s := t.view()
+	if s == t.server && s.LastZxid() == t.lastZxid {
+		return
+	}
+	before := min(t.lastZxid, s.LastZxid())
+	t.server, t.lastZxid = s, s.LastZxid()
+	w := sim.Event{Step: e.Step, Op: "commit"}
+	for _, dir := range sortedKeys(t.dirs) {
+		t.scanDir(dir, w, before)
+	}
+	for _, p := range sortedKeys(t.live) {
+		t.recheck(p, e.Step, "commit", 0)
+	}
+}
+
+// committedView is the ensemble's committed view as the checks see it:
+// the member that has applied the most. Every member applies a prefix of
+// the committed log (sim asserts it), so the longest prefix is the
+// newest committed state anyone has applied; the leader's own may lag
+// behind a quorum of followers that already applied a commit (a lag
+// fault on the leader), and sim.World.Server follows the leader.
+func committedView(w *sim.World) func() *sim.Server {
+	return func() *sim.Server {
+		best := w.Member(1)
+		for i := 2; i <= w.Servers(); i++ {
+			if m := w.Member(i); m.LastZxid() > best.LastZxid() {
+				best = m
+			}
+		}
+		return best
+	}
 }

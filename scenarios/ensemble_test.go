@@ -244,3 +244,28 @@ func TestCheckSequential(t *testing.T) {
 		t.Errorf("without the history: %+v", got)
 	}
 }
+
+// Found by TestEnsembleLong: a sync that waited for its follower to
+// catch up, on a connection the catching up closed (the session's
+// close), was answered on the closed connection and panicked the
+// simulator.
+func TestEnsembleSyncOnClosedConnection(t *testing.T) {
+	sc, err := Parse("sync-closed.scenario", `recipe sync-resume-lock
+clients 2
+servers 3
+seed 336
+fault step=30 kill-leader for=2s
+fault step=34 lag s1 for=15s
+schedule 1 1 0 1 0*6 2 0*16 1 1 0*15 1 0 1
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Replay(sc, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := res.Verdict.Violations(nil); len(v) > 0 {
+		t.Errorf("%s: %s", v[0].Name, v[0].Detail)
+	}
+}

@@ -46,8 +46,13 @@ func (z *znodeLife) liveAt(step uint64) bool {
 // and the step at which each node came and went, however it went.
 type serverTree struct {
 	server *sim.Server
-	lives  []*znodeLife
-	live   map[string]*znodeLife // path -> its current life
+	// view, on an ensemble, is the committed view (sim.World.Server),
+	// which moves from member to member with the leadership; a write
+	// becomes a transaction there some steps after its "apply" event, so
+	// the tree looks at the view after every event (ensemble.go).
+	view  func() *sim.Server
+	lives []*znodeLife
+	live  map[string]*znodeLife // path -> its current life
 	// liveNames are the names of live, by directory: a scan looks its
 	// children up without building their paths.
 	liveNames map[string]map[string]bool
@@ -75,6 +80,10 @@ func isTreeWrite(op string) bool {
 // event takes the trace's events in order; it runs before the observer
 // files e.
 func (t *serverTree) event(e sim.Event) {
+	if t.view != nil {
+		t.ensembleEvent(e)
+		return
+	}
 	if t.server == nil {
 		return
 	}
@@ -93,6 +102,10 @@ func (t *serverTree) event(e sim.Event) {
 // flush settles the last write: the run is over, or a check reads the
 // tree now.
 func (t *serverTree) flush() {
+	if t.view != nil {
+		t.ensembleEvent(sim.Event{})
+		return
+	}
 	if t.server != nil && t.hasPending {
 		t.settle()
 	}

@@ -538,6 +538,13 @@ func (e *Ensemble) catchUp(nowMs int64, m *member, conn ConnID) {
 	if mc == nil || (mc.sync == nil && mc.connect == nil) || m.srv.lastZxid < mc.waitZxid {
 		return
 	}
+	if mc.sync != nil && !m.srv.HasConn(conn) {
+		// What the member applied while catching up closed the
+		// connection (its session's close or expiry): the sync has no one
+		// to answer.
+		delete(m.conns, conn)
+		return
+	}
 	switch {
 	case mc.sync != nil:
 		req := *mc.sync

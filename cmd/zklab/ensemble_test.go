@@ -34,3 +34,29 @@ func TestEnsembleBadUsage(t *testing.T) {
 		}
 	}
 }
+
+// The stale-read story of a 3-server ensemble, and its twin with sync:
+// new goldens beside TestCommands's.
+func TestStaleSplitBrainStory(t *testing.T) {
+	for _, tc := range []struct {
+		golden string
+		args   []string
+		code   int
+	}{
+		{"splitbrain-stale.txt", []string{"splitbrain", "--stale"}, 1},
+		{"splitbrain-stale-sync.txt", []string{"splitbrain", "--stale", "--sync"}, 0},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			code, out, errOut := zklab(t, tc.args...)
+			if code != tc.code {
+				t.Fatalf("zklab %s: exit %d, want %d; stderr:\n%s", strings.Join(tc.args, " "), code, tc.code, errOut)
+			}
+			golden(t, tc.golden, out)
+		})
+	}
+	for _, args := range [][]string{{"splitbrain", "--sync"}, {"splitbrain", "--stale", "--fencing"}} {
+		if code, _, errOut := zklab(t, args...); code != 2 || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("zklab %s: exit %d, stderr %q; want 2 and one line", strings.Join(args, " "), code, errOut)
+		}
+	}
+}

@@ -16,6 +16,7 @@ func init() {
 		summary: "the split-brain story: a paused holder, an expired session, a corrupted (or fenced) store",
 		usage: `Usage: zklab splitbrain [--fencing] [--html OUT] [--zk HOST:PORT]
        zklab splitbrain --election
+       zklab splitbrain --stale [--sync]
 
 Tells, step by step on the simulator, how a lock holder whose process
 pauses for longer than its session timeout comes back still believing it
@@ -31,6 +32,12 @@ paused past its session timeout, before a resource that trusts whoever
 writes and before one that checks the term's epoch; exit 1 (the first
 resource was corrupted). Simulator only.
 
+With --stale the story is a 3-server ensemble's: a holder paused past its
+session timeout wakes on a follower that has not applied its expiry,
+reads its node as still there, and resumes it beside the new holder
+(stale-resume-lock; exit 1). With --sync too, the same run with
+sync-resume-lock, which syncs before it decides (exit 0). Simulator only.
+
 Exit 1 without --fencing (the store was corrupted: a violation), 0 with it.
 
 `,
@@ -45,11 +52,22 @@ func runSplitBrain(args []string, stdout, stderr io.Writer) error {
 	htmlOut := fs.String("html", "", "write a self-contained HTML report to this file")
 	zkServers := fs.String("zk", "", "run on a real ZooKeeper at HOST:PORT instead of the simulator")
 	election := fs.Bool("election", false, "tell leader election's story, a fenced and an unfenced resource")
+	stale := fs.Bool("stale", false, "tell the stale-read story of a 3-server ensemble")
+	withSync := fs.Bool("sync", false, "with --stale: the recipe that syncs before it decides")
 	if err := parseFlags(fs, c, args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	if *withSync && !*stale {
+		return usagef("--sync is for --stale")
+	}
+	if *stale {
+		if *fencing || *htmlOut != "" || *zkServers != "" || *election {
+			return usagef("--stale tells its story on the simulator: it takes no --fencing, --html, --zk or --election")
+		}
+		return staleSplitBrain(stdout, *withSync)
 	}
 	if *election {
 		if *fencing || *htmlOut != "" || *zkServers != "" {
