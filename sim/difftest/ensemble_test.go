@@ -55,6 +55,10 @@ type ensembleBackend interface {
 	// Heal waits until every crashed server's time is up, starts it
 	// again, and waits until every server serves with one leader.
 	Heal() error
+	// Lag holds server id's traffic with the other servers for d
+	// (sim.FaultLag): as a follower it applies nothing new, and serves
+	// its clients' reads from what it has.
+	Lag(id int, d time.Duration) error
 	// Disconnect closes client c's connection and keeps it from every
 	// server for d (sim.FaultDisconnect).
 	Disconnect(c int, d time.Duration) error
@@ -256,6 +260,7 @@ var ensembleCases = []struct {
 	run  func(r *ensembleRun)
 }{
 	{"SyncedReadsOnEveryServer", caseSyncedReads},
+	{"StaleReadOnALaggingFollower", caseLaggingFollower},
 	{"WatchesOnFollowers", caseWatchesOnFollowers},
 	{"WatchesSetAgainAfterReconnect", caseWatchesSetAgain},
 	{"FollowerCrashed", caseFollowerCrashed},
@@ -302,6 +307,37 @@ func caseSyncedReads(r *ensembleRun) {
 	r.expect(readers[1], "create /sync/c through a follower", "ok", createOp("/sync/c", "", 0))
 	r.expect(readers[2], "sync /sync", "ok", syncOp("/sync"))
 	r.expect(readers[2], "children /sync", `children=["a" "b" "c"]`, childrenOp("/sync"))
+}
+
+// A follower lagging 1 s behind its leader (well under syncLimit, 2 s:
+// it stays in the quorum): a write acknowledged through the leader,
+// committed with the other follower, is not seen by a read on the
+// lagging follower, a stale read, every run; the other follower, after
+// sync, sees it. A sync on the lagging follower waits for the lag to
+// end, and the read after it is fresh (Programmer's Guide, "Consistency
+// Guarantees": sync, then read).
+func caseLaggingFollower(r *ensembleRun) {
+	const lag = time.Second
+	l := r.leader()
+	f := followers(l)
+	w := r.dial(4*time.Second, l)
+	slow := r.dial(4*time.Second, f[0])
+	other := r.dial(4*time.Second, f[1])
+	r.expect(w, "create /lag", "ok", createOp("/lag", "0", 0))
+	r.expect(slow, "sync /lag", "ok", syncOp("/lag"))
+	r.expect(slow, "get /lag", `data="0"`, getOp("/lag"))
+	if err := r.b.Lag(f[0], lag); err != nil {
+		r.t.Fatal(err)
+	}
+	r.expect(w, "set /lag 1", "ok", setOp("/lag", "1"))
+	r.expect(w, "create /lag/k", "ok", createOp("/lag/k", "", 0))
+	r.expect(slow, "get /lag on the lagging follower", `data="0"`, getOp("/lag"))
+	r.expect(slow, "children /lag on the lagging follower", `children=[]`, childrenOp("/lag"))
+	r.expect(other, "sync /lag", "ok", syncOp("/lag"))
+	r.expect(other, "get /lag", `data="1"`, getOp("/lag"))
+	r.expect(slow, "sync /lag on the lagging follower", "ok", syncOp("/lag"))
+	r.expect(slow, "get /lag after sync", `data="1"`, getOp("/lag"))
+	r.expect(slow, "children /lag after sync", `children=["k"]`, childrenOp("/lag"))
 }
 
 // Watches live on, and are fired by, the client's own server as it
@@ -682,6 +718,11 @@ func (b *realEnsemble) Heal() error {
 	}
 	_, err := b.e.WaitLeader(90 * time.Second)
 	return err
+}
+
+func (b *realEnsemble) Lag(id int, d time.Duration) error {
+	b.e.Lag(id, d)
+	return nil
 }
 
 func (b *realEnsemble) Disconnect(c int, d time.Duration) error {
