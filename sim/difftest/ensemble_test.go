@@ -59,6 +59,14 @@ type ensembleBackend interface {
 	// (sim.FaultLag): as a follower it applies nothing new, and serves
 	// its clients' reads from what it has.
 	Lag(id int, d time.Duration) error
+	// Partition cuts server id off from the other servers for d
+	// (sim.FaultServerPartition): what it sends them meanwhile does not
+	// arrive, and is lost if it crashes meanwhile.
+	Partition(id int, d time.Duration) error
+	// Start runs fn on client c without waiting for it (in the
+	// simulator: a task that runs as the world runs); the function it
+	// returns waits until fn has returned.
+	Start(c int, fn func(ctx context.Context, conn recipes.Conn)) func() error
 	// Disconnect closes client c's connection and keeps it from every
 	// server for d (sim.FaultDisconnect).
 	Disconnect(c int, d time.Duration) error
@@ -271,6 +279,7 @@ var ensembleCases = []struct {
 	{"SessionMovedThenSyncOnTheOldLeader", caseSessionMovedThen("/mv5", true, "sync", "err=zk: connection closed", syncOp)},
 	{"SessionMovedThenWriteOnTheOldLeader", caseSessionMovedThen("/mv6", true, "set", "err=zk: connection closed", setDataOp)},
 	{"LeaderKilled", caseLeaderKilled},
+	{"WriteInFlightDiscardedWithTheLeader", caseWriteDiscarded},
 	{"QuorumLostAndRegained", caseQuorumLost},
 }
 
@@ -582,6 +591,56 @@ func caseLeaderKilled(r *ensembleRun) {
 	r.expect(w, "set /lk v2", "ok", setOp("/lk", "v2"))
 }
 
+// A write in flight when its leader dies, having reached no follower:
+// the leader is partitioned from the followers, logs and proposes a
+// create that cannot commit (no reply within 300 ms), and crashes. The
+// client sees its connection close (ErrConnectionClosed: the write is
+// indeterminate to it); the followers elect a new leader that never had
+// the proposal, and the write is discarded: not on the followers, and
+// not on the old leader either once it is back (it logged the proposal,
+// and the new leader truncates it: Zab, "Leader Activation"). Every
+// session survives.
+func caseWriteDiscarded(r *ensembleRun) {
+	l := r.leader()
+	f := followers(l)
+	o := r.dial(10*time.Second, f[0])
+	c := r.dial(30*time.Second, l)
+	r.expect(c, "create /dp", "ok", createOp("/dp", "", 0))
+	r.expect(o, "sync, children /dp", "children=[]", func(ctx context.Context, conn recipes.Conn) string {
+		if _, err := conn.Sync(ctx, "/dp"); err != nil {
+			return errText(err)
+		}
+		return childrenOp("/dp")(ctx, conn)
+	})
+	oBefore, cBefore := r.session(o), r.session(c)
+	if err := r.b.Partition(l, 1500*time.Millisecond); err != nil {
+		r.t.Fatal(err)
+	}
+	var inFlight string
+	wait := r.b.Start(c, func(ctx context.Context, conn recipes.Conn) { inFlight = createOp("/dp/lost", "", 0)(ctx, conn) })
+	r.expect(o, "sleep 300ms", "ok", sleepOp(300*time.Millisecond))
+	r.crash(l, time.Second)
+	if err := wait(); err != nil {
+		r.t.Fatalf("the write in flight: %v", err)
+	}
+	if want := "err=" + zk.ErrConnectionClosed.Error(); inFlight != want {
+		r.t.Errorf("c%d the write in flight when its leader crashed: %s, want %s", c, inFlight, want)
+	} else {
+		r.t.Logf("c%d the write in flight when its leader crashed: %s", c, inFlight)
+	}
+	if now := r.leader(); now == l {
+		r.t.Errorf("s%d still leads after it was killed", now)
+	}
+	r.expect(o, "reconnected", "session kept=true", reconnectedOp(oBefore))
+	r.expect(o, "sync /dp", "ok", syncOp("/dp"))
+	r.expect(o, "children /dp", "children=[]", childrenOp("/dp"))
+	r.heal()
+	r.expect(c, "reconnected to the old leader", "session kept=true", reconnectedOp(cBefore))
+	r.expect(c, "sync /dp", "ok", syncOp("/dp"))
+	r.expect(c, "children /dp on the old leader", "children=[]", childrenOp("/dp"))
+	r.expect(c, "create /dp/after", "ok", createOp("/dp/after", "", 0))
+}
+
 // The quorum lost and regained: the leader and the server after it (in
 // number order, as sim.FaultLoseQuorum picks them) crash; the survivor's
 // client cannot read or write (go-zookeeper: ErrNoServer, the survivor
@@ -618,9 +677,10 @@ type realEnsemble struct {
 	t *testing.T
 	e *zktest.Ensemble
 
-	mu      sync.Mutex
-	clients []*realEnsembleClient
-	crashed map[int]time.Time // server -> when Heal may restart it
+	mu          sync.Mutex
+	clients     []*realEnsembleClient
+	crashed     map[int]time.Time // server -> when Heal may restart it
+	partitioned map[int]time.Time // server -> when its partition ends
 }
 
 type realEnsembleClient struct {
@@ -629,7 +689,7 @@ type realEnsembleClient struct {
 }
 
 func newRealEnsemble(t *testing.T, e *zktest.Ensemble) *realEnsemble {
-	return &realEnsemble{t: t, e: e, crashed: map[int]time.Time{}}
+	return &realEnsemble{t: t, e: e, crashed: map[int]time.Time{}, partitioned: map[int]time.Time{}}
 }
 
 func (b *realEnsemble) Leader() (int, error) { return b.e.WaitLeader(90 * time.Second) }
@@ -693,6 +753,12 @@ func (b *realEnsemble) Crash(id int, d time.Duration) error {
 	if !b.e.Member(id).Running() {
 		return fmt.Errorf("s%d is not running", id)
 	}
+	b.mu.Lock()
+	partitioned := time.Now().Before(b.partitioned[id])
+	b.mu.Unlock()
+	if partitioned {
+		b.e.CutPeers(id) // what it sent into the partition dies with it
+	}
 	b.e.Kill(id)
 	b.mu.Lock()
 	b.crashed[id] = time.Now().Add(d)
@@ -718,6 +784,30 @@ func (b *realEnsemble) Heal() error {
 	}
 	_, err := b.e.WaitLeader(90 * time.Second)
 	return err
+}
+
+func (b *realEnsemble) Partition(id int, d time.Duration) error {
+	b.e.Lag(id, d)
+	b.mu.Lock()
+	b.partitioned[id] = time.Now().Add(d)
+	b.mu.Unlock()
+	return nil
+}
+
+func (b *realEnsemble) Start(c int, fn func(ctx context.Context, conn recipes.Conn)) func() error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = b.Do(c, fn)
+	}()
+	return func() error {
+		select {
+		case <-done:
+			return nil
+		case <-time.After(ensembleOpMax + time.Second):
+			return fmt.Errorf("still running after %v", ensembleOpMax)
+		}
+	}
 }
 
 func (b *realEnsemble) Lag(id int, d time.Duration) error {

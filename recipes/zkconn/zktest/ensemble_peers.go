@@ -138,6 +138,19 @@ func (l *peerLink) hold(d time.Duration) {
 	l.changed = make(chan struct{})
 }
 
+// cut closes every connection through the link at once, the bytes it
+// holds lost; new connections are relayed as before.
+func (l *peerLink) cut() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := range l.conns {
+		c.Close()
+	}
+	l.conns = map[net.Conn]struct{}{}
+	close(l.changed) // a pipe waiting out a hold finds its connection closed
+	l.changed = make(chan struct{})
+}
+
 // close stops the link and every connection through it.
 func (l *peerLink) close() {
 	l.mu.Lock()
@@ -165,6 +178,21 @@ func (e *Ensemble) Lag(id int, d time.Duration) {
 	for _, l := range e.links {
 		if l.from == id || l.to == id {
 			l.quorum.hold(d)
+		}
+	}
+}
+
+// CutPeers closes every connection between server id and the other
+// servers at once, quorum and election alike, and what Lag held on them
+// is lost: a PROPOSAL the leader sent but Lag held never reaches a
+// follower. Reconnections are relayed as before (and held, while a Lag
+// lasts).
+func (e *Ensemble) CutPeers(id int) {
+	e.Member(id) // fails the test for a server the ensemble does not have
+	for _, l := range e.links {
+		if l.from == id || l.to == id {
+			l.quorum.cut()
+			l.election.cut()
 		}
 	}
 }
