@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"sync"
@@ -84,11 +85,17 @@ var errNotModelled = errors.New("not modelled by this backend")
 
 // ensembleBackends are the backends the cases run on: the real ensemble,
 // started once for the run. (The simulated ensemble joins here.)
-func ensembleBackends(t *testing.T) map[string]func(t *testing.T) ensembleBackend {
+func ensembleBackends(t *testing.T) []namedEnsembleBackend {
 	real := zktest.StartEnsemble(t, 3)
-	return map[string]func(t *testing.T) ensembleBackend{
-		"real": func(t *testing.T) ensembleBackend { return newRealEnsemble(t, real) },
+	return []namedEnsembleBackend{
+		{"real", func(t *testing.T) ensembleBackend { return newRealEnsemble(t, real) }},
 	}
+}
+
+// A namedEnsembleBackend opens a backend for one case.
+type namedEnsembleBackend struct {
+	name string
+	open func(t *testing.T) ensembleBackend
 }
 
 // Bounds of a case's waits (generous: real JVMs on a loaded 2-core
@@ -245,7 +252,8 @@ func TestEnsembleDifferential(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-server ZooKeeper")
 	}
-	for name, open := range ensembleBackends(t) {
+	for _, nb := range ensembleBackends(t) {
+		name, open := nb.name, nb.open
 		t.Run(name, func(t *testing.T) {
 			for _, c := range ensembleCases {
 				t.Run(c.name, func(t *testing.T) {
@@ -784,8 +792,8 @@ func (b *realEnsemble) Heal() error {
 	crashed := b.crashed
 	b.crashed = map[int]time.Time{}
 	b.mu.Unlock()
-	for id, at := range crashed {
-		time.Sleep(time.Until(at))
+	for _, id := range slices.Sorted(maps.Keys(crashed)) {
+		time.Sleep(time.Until(crashed[id]))
 		if err := b.e.Restart(id); err != nil {
 			return err
 		}
