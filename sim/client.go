@@ -84,6 +84,7 @@ type Client struct {
 	state         zk.State
 	generation    uint64
 	rounds        int
+	hosts         hostList // the servers of an ensemble, as go-zookeeper walks them
 
 	conn       *netConn
 	authed     bool
@@ -137,6 +138,9 @@ func (w *World) NewClient(cfg ClientConfig) (*Client, error) {
 	c.name = fmt.Sprintf("c%d", c.id)
 	c.setTimeouts(int32(cfg.SessionTimeout / time.Millisecond))
 	w.clients = append(w.clients, c)
+	if w.ens != nil {
+		c.hosts = newHostList(w)
+	}
 	w.after(0, c, "connect", c.startRound)
 	return c, nil
 }
@@ -188,6 +192,10 @@ func (c *Client) startRound() {
 	}
 	if c.closing {
 		c.finishClose()
+		return
+	}
+	if c.w.ens != nil {
+		c.nextHost()
 		return
 	}
 	c.rounds++
@@ -265,6 +273,7 @@ func (c *Client) authenticated(r ConnectResponse) {
 	c.passwd = r.Passwd
 	c.setTimeouts(r.TimeoutMs)
 	c.authed = true
+	c.hosts.connected()
 	c.lastRecvNs = c.w.nowNs
 	c.setState(zk.StateHasSession)
 	if len(c.creds) == 0 {
@@ -638,9 +647,7 @@ func (c *Client) crash() {
 		c.authed = false
 		conn.toClient.clear()
 		conn.toServer.clear()
-		if c.w.server.HasConn(conn.id) {
-			c.w.server.Disconnect(conn.id)
-		}
+		c.w.disconnectServer(conn.id)
 		conn.clientClosed = true
 		c.w.connsClosed = true
 		c.w.pruneConns()

@@ -46,12 +46,18 @@ var FaultKinds = []FaultKind{FaultDropRequest, FaultDropReply, FaultDisconnect, 
 
 // Fault is one fault to inject.
 type Fault struct {
-	Kind     FaultKind
-	Client   int // the client's number (1 for the first); 0 for a server restart
+	Kind   FaultKind
+	Client int // the client's number (1 for the first); 0 for a server restart
+	// Server is the server's number (1 for s1) for a fault of
+	// ServerFaultKinds that names one; 0 otherwise.
+	Server   int
 	Duration time.Duration
 }
 
 func (f Fault) String() string {
+	if isServerFault(f.Kind) {
+		return f.serverString()
+	}
 	switch f.Kind {
 	case FaultRestart:
 		return fmt.Sprintf("%s for=%v", f.Kind, f.Duration)
@@ -100,6 +106,9 @@ func (w *World) Inject(f Fault) error {
 	if f.Duration < 0 {
 		return fmt.Errorf("sim: fault %s: negative duration", f)
 	}
+	if isServerFault(f.Kind) {
+		return w.injectServerFault(f)
+	}
 	var c *Client
 	if f.Kind != FaultRestart {
 		if f.Client < 1 || f.Client > len(w.clients) {
@@ -144,10 +153,14 @@ func (w *World) Inject(f Fault) error {
 			w.emit(Event{Kind: "fault", Client: c.id, Detail: "the server is down: nothing to expire"})
 			return nil
 		}
-		if c.sessionID != 0 && w.server.ExpireSession(w.nowMs(), c.sessionID) && c.conn != nil {
+		if c.sessionID != 0 && w.expireSession(c.sessionID) && c.conn != nil {
 			w.reset(c.conn, "the server expired the session")
 		}
 	case FaultRestart:
+		if w.ens != nil {
+			w.restartEnsemble(f.Duration)
+			return nil
+		}
 		// A restart while the server is already down extends the downtime:
 		// the server comes up once, when the last restart ends.
 		w.serverUp = false

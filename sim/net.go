@@ -46,6 +46,9 @@ func (w *World) dial(c *Client) (conn *netConn, refused bool) {
 	case c.partitioned():
 		return nil, false
 	}
+	if w.ens != nil {
+		return w.dialMember(c)
+	}
 	w.connSeq++
 	conn = &netConn{id: w.connSeq, client: c}
 	w.conns = append(w.conns, conn)
@@ -86,9 +89,7 @@ func (w *World) closeClientEnd(conn *netConn) {
 func (w *World) reset(conn *netConn, why string) {
 	conn.toServer.clear()
 	conn.toClient.clear()
-	if w.server.HasConn(conn.id) {
-		w.server.Disconnect(conn.id)
-	}
+	w.disconnectServer(conn.id)
 	conn.clientClosed = true
 	w.connsClosed = true
 	w.pruneConns()
@@ -103,7 +104,7 @@ func (w *World) pruneConns() {
 	}
 	w.connsClosed = false
 	w.conns = slices.DeleteFunc(w.conns, func(c *netConn) bool {
-		gone := c.clientClosed && c.toServer.len() == 0 && !w.server.HasConn(c.id)
+		gone := c.clientClosed && c.toServer.len() == 0 && !w.serverHasConn(c.id)
 		if !gone && c.clientClosed {
 			w.connsClosed = true // look again once its last messages are through
 		}
@@ -114,7 +115,7 @@ func (w *World) pruneConns() {
 // drainServer routes what the server sent onto its connections; output
 // for a connection the client has closed is lost.
 func (w *World) drainServer() {
-	for _, o := range w.server.Outputs() {
+	for _, o := range w.serverOutputs() {
 		conn := w.connByID(o.Conn)
 		if conn == nil || conn.clientClosed {
 			w.emit(Event{Kind: "lost", Detail: fmt.Sprintf("server->conn%d %s", o.Conn, describeOutput(o))})
@@ -140,7 +141,9 @@ func (w *World) enumerate() []Step {
 			e = append(e, Step{Kind: StepRunTask, Client: t.client.number(), Task: t.name, task: t})
 		}
 	}
-	if w.serverUp && w.server.HasInternal() {
+	if w.ens != nil {
+		e = w.ensembleSteps(e)
+	} else if w.serverUp && w.server.HasInternal() {
 		e = append(e, Step{Kind: StepServerInternal})
 	}
 	for _, conn := range w.conns {
@@ -173,7 +176,13 @@ func (w *World) take(st Step) {
 	case StepTimer:
 		heap.Remove(&w.timers, st.timer.index)
 		st.timer.fire()
+	case StepApply, StepPeer:
+		w.takeEnsembleStep(st)
 	case StepServerInternal:
+		if w.ens != nil {
+			w.takeEnsembleStep(st)
+			break
+		}
 		id := w.server.StepInternal(w.nowMs())
 		w.emit(Event{Kind: "server", Session: id, Detail: "closeSession applied: session expired", Zxid: w.server.LastZxid()})
 		w.drainServer()
@@ -184,7 +193,7 @@ func (w *World) take(st Step) {
 func (w *World) deliverToServer(conn *netConn) {
 	m := conn.toServer.pop()
 	c := conn.client
-	if !w.server.HasConn(conn.id) {
+	if !w.serverHasConn(conn.id) {
 		if m.kind != wireFin {
 			e := Event{Kind: "lost", Client: c.number(), Detail: fmt.Sprintf("conn%d closed by the server", conn.id)}
 			if m.kind == wireRequest {
@@ -196,6 +205,10 @@ func (w *World) deliverToServer(conn *netConn) {
 	}
 	switch m.kind {
 	case wireConnect:
+		if w.ens != nil {
+			w.ens.Connect(w.nowMs(), conn.id, m.connect)
+			break
+		}
 		w.server.Connect(w.nowMs(), conn.id, m.connect)
 	case wireRequest:
 		if m.req.Xid >= 0 && c.dropRequests > 0 {
@@ -205,11 +218,19 @@ func (w *World) deliverToServer(conn *netConn) {
 			return
 		}
 		if w.trace.on() {
-			w.emit(Event{Kind: "apply", Client: c.number(), Session: c.sessionID, Op: m.req.Op.String(), Xid: m.req.Xid, Path: m.req.Path})
+			e := Event{Kind: "apply", Client: c.number(), Session: c.sessionID, Op: m.req.Op.String(), Xid: m.req.Xid, Path: m.req.Path}
+			if w.ens != nil {
+				e.Detail = fmt.Sprintf("s%d", w.ens.ServerOf(conn.id))
+			}
+			w.emit(e)
+		}
+		if w.ens != nil {
+			w.ens.Receive(w.nowMs(), conn.id, m.req)
+			break
 		}
 		w.server.Receive(w.nowMs(), conn.id, m.req)
 	case wireFin:
-		w.server.Disconnect(conn.id)
+		w.disconnectServer(conn.id)
 		w.emit(Event{Kind: "server", Client: c.number(), Detail: fmt.Sprintf("conn%d closed by the client", conn.id)})
 	}
 	w.drainServer()

@@ -11,6 +11,8 @@ const (
 	StepToClient                           // deliver the next message the server sent
 	StepTimer                              // fire a timer whose time has come
 	StepServerInternal                     // the server applies its own queued work (an expired session's close)
+	StepApply                              // an ensemble member applies its next committed transaction
+	StepPeer                               // deliver the next message between two ensemble members
 )
 
 func (k StepKind) String() string {
@@ -25,6 +27,10 @@ func (k StepKind) String() string {
 		return "timer"
 	case StepServerInternal:
 		return "server"
+	case StepApply:
+		return "apply"
+	case StepPeer:
+		return "peer"
 	}
 	return fmt.Sprintf("step(%d)", int(k))
 }
@@ -39,6 +45,10 @@ type Step struct {
 	Task string
 	// Conn is the connection for message steps.
 	Conn ConnID
+	// Server is the ensemble member that applies (StepApply), sends
+	// (StepPeer) or expires a session (StepServerInternal), 1 for s1; To
+	// is a StepPeer's receiver. Both are 0 for a standalone server.
+	Server, To int
 
 	task  *task
 	conn  *netConn
@@ -53,6 +63,10 @@ func (s Step) String() string {
 		return fmt.Sprintf("%v c%d conn%d", s.Kind, s.Client, s.Conn)
 	case StepTimer:
 		return fmt.Sprintf("timer c%d %s", s.Client, s.timer.what)
+	case StepApply:
+		return fmt.Sprintf("apply s%d", s.Server)
+	case StepPeer:
+		return fmt.Sprintf("peer s%d->s%d", s.Server, s.To)
 	}
 	return s.Kind.String()
 }

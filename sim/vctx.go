@@ -44,7 +44,7 @@ func (v *virtualCtx) Value(key any) any {
 }
 
 func (w *World) wallTime() time.Time {
-	return time.UnixMilli(w.server.cfg.EpochMs).UTC().Add(time.Duration(w.nowNs))
+	return time.UnixMilli(w.cfg.Server.withDefaults().EpochMs).UTC().Add(time.Duration(w.nowNs))
 }
 
 // checkContext refuses a context whose deadline does not come from the

@@ -18,8 +18,13 @@ type Config struct {
 	// Strategy picks each step among the enabled ones; nil is a random walk
 	// over the seeded source.
 	Strategy Strategy
-	// Server configures the simulated ZooKeeper server.
+	// Server configures the simulated ZooKeeper server (every member of
+	// an ensemble alike).
 	Server ServerConfig
+	// Servers is the number of ZooKeeper servers: 0 or 1 runs the
+	// standalone server, 3 or 5 an ensemble of a leader and followers
+	// (see Ensemble). Validate rejects any other number.
+	Servers int
 	// Trace receives every event of the run as it happens; nil keeps the
 	// trace in memory only when KeepTrace is set.
 	Trace TraceSink
@@ -54,10 +59,13 @@ var ErrDeadlock = errors.New("sim: deadlock")
 // fires) is made by the Strategy from one seeded source. Virtual time
 // moves only when nothing else can happen, to the next timer.
 type World struct {
-	cfg      Config
-	rng      *rand.Rand
-	strategy Strategy
-	server   *Server
+	cfg       Config
+	rng       *rand.Rand
+	strategy  Strategy
+	server    *Server
+	ens       *Ensemble // nil for the standalone server
+	ensBuf    []EnsembleStep
+	ensFaults *ensembleFaults
 
 	nowNs     int64
 	horizonNs int64 // RunFor's end: time does not jump past it
@@ -91,6 +99,9 @@ type World struct {
 
 // New returns a world with a fresh server and no clients.
 func New(cfg Config) *World {
+	if err := cfg.Validate(); err != nil {
+		panic(err.Error())
+	}
 	if cfg.MaxSteps == 0 {
 		cfg.MaxSteps = 10_000_000
 	}
@@ -100,10 +111,14 @@ func New(cfg Config) *World {
 	w := &World{
 		cfg:      cfg,
 		rng:      rand.New(rand.NewPCG(cfg.Seed, 0x7a6b6c6162)),
-		server:   NewServer(cfg.Server),
 		serverUp: true,
 	}
-	w.server.checkEvery = cfg.CheckEveryStep
+	if cfg.Servers > 1 {
+		w.newEnsemble()
+	} else {
+		w.server = NewServer(cfg.Server)
+		w.server.checkEvery = cfg.CheckEveryStep
+	}
 	w.strategy = cfg.Strategy
 	if w.strategy == nil {
 		w.strategy = RandomWalk{}
@@ -114,8 +129,16 @@ func New(cfg Config) *World {
 	return w
 }
 
-// Server returns the simulated server, for inspection between runs.
-func (w *World) Server() *Server { return w.server }
+// Server returns the simulated server, for inspection between runs. In an
+// ensemble it is the replica that stands for ZooKeeper's committed view:
+// the leader's applied state, or, while there is no leader, the member
+// that has applied the most.
+func (w *World) Server() *Server {
+	if w.ens != nil {
+		return w.ens.View()
+	}
+	return w.server
+}
 
 // Now is the virtual time since the world began.
 func (w *World) Now() time.Duration { return time.Duration(w.nowNs) }
@@ -286,7 +309,7 @@ func (w *World) runUntil(stop func() bool) error {
 	w.running = false
 	w.main.ready = nil
 	if w.stopErr == nil {
-		if err := w.server.CheckInvariants(); err != nil {
+		if err := w.checkServerInvariants(); err != nil {
 			return err
 		}
 	}
@@ -416,7 +439,7 @@ func (w *World) NextEventTime() (time.Duration, bool) {
 	if len(w.timers) > 0 {
 		next = w.timers[0].atNs
 	}
-	if d := w.server.NextDeadlineMs(); d != 1<<63-1 && w.serverUp {
+	if d := w.serverDeadlineMs(); d != 1<<63-1 && w.serverUp {
 		if dNs := d * int64(time.Millisecond); next < 0 || dNs < next {
 			next = dNs
 		}
@@ -435,7 +458,7 @@ func (w *World) advanceTime() bool {
 	if len(w.timers) > 0 {
 		next = w.timers[0].atNs
 	}
-	if d := w.server.NextDeadlineMs(); d != 1<<63-1 && w.serverUp {
+	if d := w.serverDeadlineMs(); d != 1<<63-1 && w.serverUp {
 		dNs := d * int64(time.Millisecond)
 		if next < 0 || dNs < next {
 			next = dNs
@@ -454,7 +477,11 @@ func (w *World) advanceTime() bool {
 		w.nowNs = next
 	}
 	if w.serverUp {
-		w.server.Tick(w.nowMs())
+		if w.ens != nil {
+			w.ens.Tick(w.nowMs())
+		} else {
+			w.server.Tick(w.nowMs())
+		}
 		w.drainServer()
 	}
 	return true

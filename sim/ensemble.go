@@ -1,0 +1,910 @@
+package sim
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"math/bits"
+	"net/netip"
+	"slices"
+)
+
+// Ensemble is a ZooKeeper ensemble of a leader and followers as a pure
+// state machine: no goroutines, no clock, no random numbers; every method
+// takes the virtual time. ZooKeeper's semantics stay in Server: each member
+// holds a Server with the state it has applied, which serves its clients'
+// reads and fires its own watches; the leader holds one more, its prep
+// state (PrepRequestProcessor's outstandingChanges), where each write is
+// validated and applied when it is proposed, and whose session tracker is
+// the only one that expires sessions.
+//
+// The protocol follows ZooKeeper Internals ("Zab", "Leader Activation")
+// and the Programmer's Guide's "Consistency Guarantees":
+//   - a write goes to the leader (FollowerRequestProcessor forwards it),
+//     becomes a transaction with zxid epoch<<32|counter, is proposed to
+//     every follower, commits on a quorum of acks (the leader counts
+//     itself), and every member applies committed transactions in zxid
+//     order at its own pace: reads are served by the connected member and
+//     may be stale;
+//   - each connection's requests are answered in order: a read waits
+//     behind the connection's own pending write (CommitProcessor), so a
+//     session sees its own writes;
+//   - sync makes the member catch up with what its leader had proposed
+//     when it handled the sync (Leader.processSync answers once those
+//     commit), not a quorum read;
+//   - a member behind the client's last seen zxid refuses it (Server.Connect);
+//     a session reattached on another member is revalidated by the leader
+//     (Learner.validateSession), which records the new owner: a write on
+//     the old connection gets no answer and the connection is closed
+//     (SessionTrackerImpl.checkSession's SessionMovedException,
+//     measured in recipes/zkconn/zktest/ensemble_facts_test.go);
+//   - on leader failover the member with the highest logged zxid among a
+//     quorum leads a new epoch, commits every proposal it has, and the
+//     others discard the proposals it lacks; every session is re-tracked
+//     with a full timeout (SessionTrackerImpl's constructor);
+//   - a member without a leader closes its client connections and refuses
+//     new ones; with no quorum there is no leader, so no writes and no
+//     expiries.
+//
+// Members talk over one FIFO link per ordered pair; the world delivers
+// each message, and each member's application of its next committed
+// transaction, as a step of its own, so a strategy explores lag and
+// interleavings. Time passes only through the world (election timers).
+//
+// The ensemble asserts its invariants as it goes and panics on a
+// violation, a simulator bug: a committed transaction is never lost (each
+// member's applied history is a prefix of the committed log), no two
+// leaders share an epoch, and a member's applied zxid only grows.
+type Ensemble struct {
+	cfg     ServerConfig
+	members []*member
+	leader  int // 1-based; 0 while there is none
+	epoch   int64
+	// epochLeaders[e] is the server that led epoch e (0 for none).
+	epochLeaders []int
+	prep         *Server
+	// acks[i] has bit m set when member m has logged the leader's log
+	// entry i.
+	acks      []uint32
+	committed []*TxnRecord // every transaction ever committed, in order
+	owner     map[int64]int
+	links     [][]fifo[peerMsg] // links[from][to], 0-based
+	outputs   []Output
+	notes     []string
+	connOn    map[ConnID]int // the member a client connection is on, 1-based
+}
+
+type member struct {
+	id        int
+	srv       *Server      // what it has applied, which it serves reads from
+	log       []*TxnRecord // what it has logged
+	commitIdx int          // how many of its log entries it knows committed
+	applied   int          // how many it has applied
+	up        bool
+	cut       bool // partitioned from the other servers
+	lagging   bool // receives nothing from its leader and applies nothing
+	following int  // the leader it is in sync with, 0 for none
+	conns     map[ConnID]*memberConn
+	waiters   []ConnID // connections whose sync or connect waits to catch up, in arrival order
+}
+
+// memberConn is what a member keeps of a client connection beyond what
+// its Server does: the requests waiting behind one forwarded to the
+// leader (CommitProcessor's per-session queue), and a connect or a sync
+// waiting for the member to catch up.
+type memberConn struct {
+	outstanding bool // a forwarded request awaits its transaction or answer
+	queue       []Request
+	waitZxid    int64 // a sync or a revalidated connect is answered at this applied zxid
+	sync        *Request
+	connect     *ConnectRequest
+	connectOK   bool
+}
+
+type peerKind uint8
+
+const (
+	msgForward     peerKind = iota + 1 // follower -> leader: a client's request
+	msgConnect                         // follower -> leader: a new session for a connection
+	msgRevalidate                      // follower -> leader: a session reattaches here
+	msgProposal                        // leader -> follower: a transaction to log
+	msgAck                             // follower -> leader: logged
+	msgCommit                          // leader -> follower: committed
+	msgAnswer                          // leader -> follower: the answer to a request that made no transaction
+	msgSynced                          // leader -> follower: a sync's target zxid
+	msgMoved                           // leader -> follower: the connection's session moved away
+	msgRevalidated                     // leader -> follower: a reattach's verdict
+)
+
+type peerMsg struct {
+	kind    peerKind
+	conn    ConnID
+	session int64
+	req     Request
+	connect ConnectRequest
+	auth    []authID
+	rec     *TxnRecord
+	zxid    int64
+	resp    Response
+	ok      bool
+}
+
+// NewEnsemble returns an ensemble of n servers (3 or 5) with ZooKeeper's
+// initial tree. The highest-numbered server leads epoch 1, as
+// FastLeaderElection picks the highest server id among equal zxids.
+func NewEnsemble(cfg ServerConfig, n int) *Ensemble {
+	if n != 3 && n != 5 {
+		panic(fmt.Sprintf("sim: an ensemble of %d servers", n))
+	}
+	e := &Ensemble{cfg: cfg.withDefaults(), owner: make(map[int64]int), connOn: make(map[ConnID]int)}
+	e.links = make([][]fifo[peerMsg], n)
+	for i := range n {
+		e.links[i] = make([]fifo[peerMsg], n)
+		e.members = append(e.members, &member{id: i + 1, srv: NewServer(cfg), up: true, conns: make(map[ConnID]*memberConn)})
+	}
+	e.Elect(0)
+	return e
+}
+
+// Servers is the number of members.
+func (e *Ensemble) Servers() int { return len(e.members) }
+
+// Leader is the number of the leading member, 0 while there is none.
+func (e *Ensemble) Leader() int { return e.leader }
+
+// Epoch is the current (or last) leader's epoch.
+func (e *Ensemble) Epoch() int64 { return e.epoch }
+
+// Member is member i's applied state (1 for s1).
+func (e *Ensemble) Member(i int) *Server { return e.members[i-1].srv }
+
+// Up reports whether member i's process runs.
+func (e *Ensemble) Up(i int) bool { return e.members[i-1].up }
+
+// Committed is the number of transactions committed so far.
+func (e *Ensemble) Committed() int { return len(e.committed) }
+
+// View is the replica that stands for ZooKeeper's committed view: the
+// leader's applied state, or, without a leader, the state of the member
+// that has applied the most.
+func (e *Ensemble) View() *Server {
+	if e.leader != 0 {
+		return e.members[e.leader-1].srv
+	}
+	best := e.members[0]
+	for _, m := range e.members[1:] {
+		if m.srv.lastZxid > best.srv.lastZxid {
+			best = m
+		}
+	}
+	return best.srv
+}
+
+func (e *Ensemble) quorum() int { return len(e.members)/2 + 1 }
+
+// Outputs returns what the members sent their clients since the last call,
+// in order, and forgets it. The slice is valid until the next call.
+func (e *Ensemble) Outputs() []Output {
+	e.collect()
+	out := e.outputs
+	e.outputs = e.outputs[:0]
+	return out
+}
+
+func (e *Ensemble) collect() {
+	for _, m := range e.members {
+		e.outputs = append(e.outputs, m.srv.Outputs()...)
+	}
+}
+
+// Notes returns what the ensemble did that a trace should say (elections,
+// crashes, discarded proposals), and forgets it.
+func (e *Ensemble) Notes() []string {
+	n := e.notes
+	e.notes = nil
+	return n
+}
+
+func (e *Ensemble) note(format string, args ...any) {
+	e.notes = append(e.notes, fmt.Sprintf(format, args...))
+}
+
+// --- connectivity ---
+
+func (e *Ensemble) reachable(a, b *member) bool {
+	return a == b || (a.up && b.up && !a.cut && !b.cut)
+}
+
+// serving reports whether member m answers clients: it is up and in sync
+// with a leader it can reach (ZooKeeper runs a learner's
+// ZooKeeperServer only while it follows a leader).
+func (e *Ensemble) serving(m *member) bool {
+	if !m.up || e.leader == 0 {
+		return false
+	}
+	l := e.members[e.leader-1]
+	return m == l || (m.following == e.leader && e.reachable(m, l))
+}
+
+// --- client connections ---
+
+// Open accepts a client connection on member i (1-based) and reports
+// whether it did: a member that is down or has no leader refuses it.
+func (e *Ensemble) Open(i int, conn ConnID, addr netip.Addr) bool {
+	m := e.members[i-1]
+	if !e.serving(m) {
+		return false
+	}
+	m.srv.OpenFrom(conn, addr)
+	e.connOn[conn] = i
+	m.conns[conn] = &memberConn{}
+	return true
+}
+
+// ServerOf is the member a connection is open on, 0 if none.
+func (e *Ensemble) ServerOf(conn ConnID) int { return e.connOn[conn] }
+
+// HasConn reports whether the connection is open on its member.
+func (e *Ensemble) HasConn(conn ConnID) bool {
+	i := e.connOn[conn]
+	return i != 0 && e.members[i-1].srv.HasConn(conn)
+}
+
+// Disconnect tells the connection's member it is gone.
+func (e *Ensemble) Disconnect(conn ConnID) {
+	i := e.connOn[conn]
+	if i == 0 {
+		return
+	}
+	m := e.members[i-1]
+	m.srv.Disconnect(conn)
+	delete(m.conns, conn)
+	delete(e.connOn, conn)
+}
+
+// closeConn closes a connection from the member's side.
+func (e *Ensemble) closeConn(m *member, conn ConnID) {
+	if !m.srv.HasConn(conn) {
+		return
+	}
+	m.srv.dropConn(conn)
+	m.srv.send(Output{Conn: conn, Kind: OutClose})
+	delete(m.conns, conn)
+	delete(e.connOn, conn)
+}
+
+func (e *Ensemble) closeAllConns(m *member, why string) {
+	conns := slices.Sorted(maps.Keys(m.srv.conns))
+	if len(conns) > 0 {
+		e.note("s%d closes %d client connections: %s", m.id, len(conns), why)
+	}
+	for _, c := range conns {
+		e.closeConn(m, c)
+	}
+}
+
+// Connect handles a ConnectRequest: a new session is a transaction the
+// leader makes; a reattached session is revalidated by the leader first.
+func (e *Ensemble) Connect(nowMs int64, conn ConnID, req ConnectRequest) {
+	m := e.members[e.connOn[conn]-1]
+	if !e.serving(m) {
+		e.closeConn(m, conn)
+		return
+	}
+	if req.LastZxidSeen > m.srv.lastZxid {
+		m.srv.Connect(nowMs, conn, req) // refuses: the client tries another server
+		return
+	}
+	mc := m.conns[conn]
+	mc.outstanding = true
+	if req.SessionID == 0 {
+		e.toLeader(nowMs, m, peerMsg{kind: msgConnect, conn: conn, connect: req})
+		return
+	}
+	mc.connect = &req
+	e.toLeader(nowMs, m, peerMsg{kind: msgRevalidate, conn: conn, connect: req})
+}
+
+// Receive handles a request on a connection: what changes state (and
+// sync) goes to the leader; the rest the member answers from what it has
+// applied, in the connection's order.
+func (e *Ensemble) Receive(nowMs int64, conn ConnID, req Request) {
+	m := e.members[e.connOn[conn]-1]
+	mc := m.conns[conn]
+	if id := m.srv.conns[conn]; id != 0 && e.leader != 0 && e.reachable(m, e.members[e.leader-1]) {
+		// Followers report their sessions' activity to the leader in
+		// their pings (LearnerSessionTracker.touchSession); the model
+		// touches the leader's tracker at once.
+		e.prep.TouchSession(nowMs, id)
+	}
+	if mc == nil || (!mc.outstanding && len(mc.queue) == 0 && !e.forwards(req)) {
+		m.srv.Receive(nowMs, conn, req)
+		return
+	}
+	mc.queue = append(mc.queue, req)
+	e.drain(nowMs, m, conn)
+}
+
+// forwards reports whether a member hands req to the leader; a request
+// the connection layer refuses (too long, or one a 3.8 server dies of)
+// the member handles itself.
+func (e *Ensemble) forwards(req Request) bool {
+	return forwardedToLeader(req) && packetLen(req) <= e.cfg.MaxPacketBytes && !crashesServer(req) && req.Op != OpAuth && req.Op != OpSASL
+}
+
+// drain answers a connection's queued requests until one must wait for the
+// leader.
+func (e *Ensemble) drain(nowMs int64, m *member, conn ConnID) {
+	for {
+		mc := m.conns[conn]
+		if mc == nil || !m.srv.HasConn(conn) || mc.outstanding || len(mc.queue) == 0 {
+			return
+		}
+		req := mc.queue[0]
+		mc.queue = mc.queue[1:]
+		if !e.forwards(req) {
+			m.srv.Receive(nowMs, conn, req)
+			continue
+		}
+		mc.outstanding = true
+		session := m.srv.conns[conn]
+		e.toLeader(nowMs, m, peerMsg{kind: msgForward, conn: conn, session: session, auth: m.srv.callerAuth(conn), req: req})
+	}
+}
+
+// toLeader sends a message to the leader: over the link for a follower,
+// at once for the leader's own connections.
+func (e *Ensemble) toLeader(nowMs int64, m *member, msg peerMsg) {
+	if e.leader == 0 {
+		return // its connections are about to close
+	}
+	if m.id == e.leader {
+		e.atLeader(nowMs, m, msg)
+		return
+	}
+	e.links[m.id-1][e.leader-1].push(msg)
+}
+
+func (e *Ensemble) send(nowMs int64, to *member, msg peerMsg) {
+	l := e.members[e.leader-1]
+	if to == l {
+		e.atFollower(nowMs, to, msg)
+		return
+	}
+	e.links[l.id-1][to.id-1].push(msg)
+}
+
+// --- the leader ---
+
+func (e *Ensemble) atLeader(nowMs int64, from *member, msg peerMsg) {
+	switch msg.kind {
+	case msgConnect:
+		rec, _ := e.prep.PrepConnect(nowMs, msg.conn, msg.connect.TimeoutMs)
+		e.owner[rec.Session] = from.id
+		e.propose(nowMs, rec)
+	case msgRevalidate:
+		ok := e.prep.Revalidate(nowMs, msg.connect.SessionID, msg.connect.Passwd, msg.connect.TimeoutMs)
+		if ok {
+			e.owner[msg.connect.SessionID] = from.id
+		}
+		e.send(nowMs, from, peerMsg{kind: msgRevalidated, conn: msg.conn, ok: ok, zxid: e.lastCommitted()})
+	case msgForward:
+		if o, ok := e.owner[msg.session]; ok && o != from.id {
+			e.send(nowMs, from, peerMsg{kind: msgMoved, conn: msg.conn})
+			return
+		}
+		e.owner[msg.session] = from.id
+		if msg.req.Op == OpSync {
+			e.send(nowMs, from, peerMsg{kind: msgSynced, conn: msg.conn, req: msg.req, zxid: e.prep.lastZxid})
+			return
+		}
+		rec, resp := e.prep.PrepRequest(nowMs, msg.conn, msg.session, msg.auth, msg.req)
+		if rec == nil {
+			e.send(nowMs, from, peerMsg{kind: msgAnswer, conn: msg.conn, resp: resp})
+			return
+		}
+		e.propose(nowMs, rec)
+	case msgAck:
+		l := e.members[e.leader-1]
+		i := indexOfZxid(l.log, msg.zxid)
+		e.acks[i] |= 1 << (from.id - 1)
+		e.advanceCommit(nowMs)
+	default:
+		panic(fmt.Sprintf("sim: the leader got message kind %d", msg.kind))
+	}
+}
+
+func (e *Ensemble) lastCommitted() int64 {
+	if len(e.committed) == 0 {
+		return 0
+	}
+	return e.committed[len(e.committed)-1].LastZxid
+}
+
+func indexOfZxid(log []*TxnRecord, zxid int64) int {
+	i, ok := slices.BinarySearchFunc(log, zxid, func(r *TxnRecord, z int64) int {
+		switch {
+		case r.Zxid < z:
+			return -1
+		case r.Zxid > z:
+			return 1
+		}
+		return 0
+	})
+	if !ok {
+		panic(fmt.Sprintf("sim: zxid %#x is not in the log", zxid))
+	}
+	return i
+}
+
+// propose logs a transaction on the leader and sends it to its followers.
+func (e *Ensemble) propose(nowMs int64, rec *TxnRecord) {
+	l := e.members[e.leader-1]
+	l.log = append(l.log, rec)
+	e.acks = append(e.acks, 1<<(l.id-1))
+	for _, m := range e.members {
+		if m != l && m.following == e.leader {
+			e.send(nowMs, m, peerMsg{kind: msgProposal, rec: rec})
+		}
+	}
+	e.advanceCommit(nowMs)
+}
+
+// advanceCommit commits, in order, the leader's proposals a quorum has
+// logged, and tells the followers.
+func (e *Ensemble) advanceCommit(nowMs int64) {
+	l := e.members[e.leader-1]
+	for l.commitIdx < len(l.log) && bits.OnesCount32(e.acks[l.commitIdx]) >= e.quorum() {
+		rec := l.log[l.commitIdx]
+		if len(e.committed) != l.commitIdx {
+			panic(fmt.Sprintf("sim: the leader commits entry %d with %d committed", l.commitIdx, len(e.committed)))
+		}
+		e.committed = append(e.committed, rec)
+		l.commitIdx++
+		for _, m := range e.members {
+			if m != l && m.following == e.leader {
+				e.send(nowMs, m, peerMsg{kind: msgCommit, zxid: rec.Zxid})
+			}
+		}
+	}
+}
+
+// --- followers ---
+
+func (e *Ensemble) atFollower(nowMs int64, m *member, msg peerMsg) {
+	switch msg.kind {
+	case msgProposal:
+		if n := len(m.log); n > 0 && m.log[n-1].LastZxid >= msg.rec.Zxid {
+			panic(fmt.Sprintf("sim: s%d logs %v after %v", m.id, msg.rec, m.log[n-1]))
+		}
+		m.log = append(m.log, msg.rec)
+		e.toLeader(nowMs, m, peerMsg{kind: msgAck, zxid: msg.rec.Zxid})
+	case msgCommit:
+		i := indexOfZxid(m.log, msg.zxid)
+		if i != m.commitIdx {
+			panic(fmt.Sprintf("sim: s%d told to commit entry %d with %d committed", m.id, i, m.commitIdx))
+		}
+		m.commitIdx = i + 1
+	case msgAnswer:
+		if mc := m.conns[msg.conn]; mc != nil {
+			m.srv.reply(msg.conn, msg.resp)
+			mc.outstanding = false
+			e.drain(nowMs, m, msg.conn)
+		}
+	case msgSynced:
+		if mc := m.conns[msg.conn]; mc != nil {
+			req := msg.req
+			mc.waitZxid, mc.sync = msg.zxid, &req
+			m.waiters = append(m.waiters, msg.conn)
+			e.catchUp(nowMs, m, msg.conn)
+		}
+	case msgMoved:
+		if m.conns[msg.conn] != nil {
+			// FinalRequestProcessor: a SessionMovedException closes the
+			// connection without an answer.
+			e.note("s%d closes conn%d: its session moved to another server", m.id, msg.conn)
+			e.closeConn(m, msg.conn)
+		}
+	case msgRevalidated:
+		if mc := m.conns[msg.conn]; mc != nil {
+			mc.waitZxid, mc.connectOK = msg.zxid, msg.ok
+			m.waiters = append(m.waiters, msg.conn)
+			e.catchUp(nowMs, m, msg.conn)
+		}
+	default:
+		panic(fmt.Sprintf("sim: a follower got message kind %d", msg.kind))
+	}
+}
+
+// catchUp answers a connection's sync or connect once the member has
+// applied up to the zxid it waits for.
+func (e *Ensemble) catchUp(nowMs int64, m *member, conn ConnID) {
+	mc := m.conns[conn]
+	if mc == nil || (mc.sync == nil && mc.connect == nil) || m.srv.lastZxid < mc.waitZxid {
+		return
+	}
+	switch {
+	case mc.sync != nil:
+		req := *mc.sync
+		mc.sync = nil
+		m.srv.Receive(nowMs, conn, req)
+	case mc.connectOK:
+		req := *mc.connect
+		mc.connect = nil
+		m.srv.Connect(nowMs, conn, req)
+	default:
+		// The leader knows the session no more: expired
+		// (ZooKeeperServer.finishSessionInit with valid false).
+		mc.connect = nil
+		m.srv.send(Output{Conn: conn, Kind: OutConnect})
+		e.closeConn(m, conn)
+		return
+	}
+	mc.outstanding = false
+	e.drain(nowMs, m, conn)
+}
+
+// --- steps ---
+
+// EnsembleStep is one thing an ensemble could do next.
+type EnsembleStep struct {
+	Kind     StepKind // StepApply, StepPeer or StepServerInternal
+	Server   int      // the member that applies, or the link's sender (1-based)
+	To       int      // the link's receiver
+	internal bool
+}
+
+// Steps appends the enabled steps in a fixed order: each member's
+// application of its next committed transaction, by member; the leader's
+// queued session expiry; each link's next message, by sender and then
+// receiver.
+func (e *Ensemble) Steps(buf []EnsembleStep) []EnsembleStep {
+	for _, m := range e.members {
+		if m.up && !m.lagging && m.applied < m.commitIdx {
+			buf = append(buf, EnsembleStep{Kind: StepApply, Server: m.id})
+		}
+	}
+	if e.leader != 0 && e.prep.HasInternal() {
+		buf = append(buf, EnsembleStep{Kind: StepServerInternal, Server: e.leader})
+	}
+	for from := range e.links {
+		for to := range e.links[from] {
+			if e.links[from][to].len() > 0 && e.deliverable(from+1, to+1) {
+				buf = append(buf, EnsembleStep{Kind: StepPeer, Server: from + 1, To: to + 1})
+			}
+		}
+	}
+	return buf
+}
+
+func (e *Ensemble) deliverable(from, to int) bool {
+	a, b := e.members[from-1], e.members[to-1]
+	return e.reachable(a, b) && !(b.lagging && from == e.leader)
+}
+
+// Step takes one step Steps listed. It returns the transaction an apply
+// step applied or an expiry step proposed, nil for a message.
+func (e *Ensemble) Step(nowMs int64, st EnsembleStep) *TxnRecord {
+	switch st.Kind {
+	case StepApply:
+		return e.applyNext(nowMs, e.members[st.Server-1])
+	case StepServerInternal:
+		rec := e.prep.PrepInternal(nowMs)
+		e.propose(nowMs, rec)
+		return rec
+	case StepPeer:
+		msg := e.links[st.Server-1][st.To-1].pop()
+		to := e.members[st.To-1]
+		if st.To == e.leader {
+			e.atLeader(nowMs, e.members[st.Server-1], msg)
+		} else {
+			e.atFollower(nowMs, to, msg)
+		}
+		return nil
+	}
+	panic(fmt.Sprintf("sim: not an ensemble step: %v", st.Kind))
+}
+
+// applyNext applies the member's next committed transaction. The
+// connection it came on, if it is here, gets its answer, and then its
+// queued requests go on.
+func (e *Ensemble) applyNext(nowMs int64, m *member) *TxnRecord {
+	rec := m.log[m.applied]
+	if e.committed[m.applied] != rec {
+		panic(fmt.Sprintf("sim: s%d applies %v as entry %d, which committed as %v", m.id, rec, m.applied, e.committed[m.applied]))
+	}
+	m.srv.ApplyRecord(rec)
+	m.applied++
+	if mc := m.conns[rec.Conn]; mc != nil && rec.Conn != 0 && mc.outstanding && mc.connect == nil && mc.sync == nil {
+		mc.outstanding = false
+		e.drain(nowMs, m, rec.Conn)
+	}
+	if len(m.waiters) > 0 {
+		waiters := m.waiters
+		m.waiters = nil
+		for _, c := range waiters {
+			e.catchUp(nowMs, m, c)
+			if mc := m.conns[c]; mc != nil && (mc.sync != nil || mc.connect != nil) {
+				m.waiters = append(m.waiters, c)
+			}
+		}
+	}
+	return rec
+}
+
+// --- time ---
+
+// Tick lets the leader's time reach nowMs: sessions it has not heard of
+// for their timeout expire, and its container sweep runs.
+func (e *Ensemble) Tick(nowMs int64) {
+	if e.leader == 0 {
+		return
+	}
+	if rec := e.prep.PrepTick(nowMs); rec != nil {
+		e.propose(nowMs, rec)
+	}
+}
+
+// NextDeadlineMs is the leader's next expiry or sweep, math.MaxInt64 with
+// no leader.
+func (e *Ensemble) NextDeadlineMs() int64 {
+	if e.leader == 0 {
+		return math.MaxInt64
+	}
+	return e.prep.NextDeadlineMs()
+}
+
+// ExpireSession expires a session on the leader now (the expire fault).
+func (e *Ensemble) ExpireSession(nowMs int64, id int64) bool {
+	return e.leader != 0 && e.prep.ExpireSession(nowMs, id)
+}
+
+// --- membership: faults and elections ---
+
+// Crash stops member i's process: its client connections are gone (the
+// caller resets them: it returns them), its links are cut, and what it
+// logged stays on its disk. A leader's crash leaves the ensemble without
+// a leader until an election.
+func (e *Ensemble) Crash(i int) []ConnID {
+	m := e.members[i-1]
+	if !m.up {
+		return nil
+	}
+	conns := slices.Sorted(maps.Keys(m.srv.conns))
+	for _, c := range conns {
+		m.srv.dropConn(c)
+		delete(e.connOn, c)
+	}
+	m.conns = make(map[ConnID]*memberConn)
+	m.waiters = nil
+	m.up = false
+	m.following = 0
+	e.note("s%d crashed", i)
+	e.clearLinks(m)
+	if i == e.leader {
+		e.loseLeader("the leader crashed")
+	} else {
+		e.checkQuorum()
+	}
+	return conns
+}
+
+// Restart brings member i's process back with what it had logged: it
+// applies the transactions it knew committed, and joins the leader if
+// there is one it can reach.
+func (e *Ensemble) Restart(nowMs int64, i int) {
+	m := e.members[i-1]
+	if m.up {
+		return
+	}
+	m.up = true
+	m.srv = NewServer(e.cfg)
+	m.srv.checkEvery = e.members[0].srv.checkEvery
+	for _, rec := range m.log[:m.commitIdx] {
+		m.srv.ApplyRecord(rec)
+	}
+	m.srv.Outputs()
+	m.applied = m.commitIdx
+	e.note("s%d restarted at zxid %#x", i, m.srv.lastZxid)
+	e.join(nowMs, m)
+}
+
+// SetCut partitions member i from the other servers, or heals it.
+func (e *Ensemble) SetCut(nowMs int64, i int, cut bool) {
+	m := e.members[i-1]
+	if m.cut == cut {
+		return
+	}
+	m.cut = cut
+	if !cut {
+		e.note("s%d reaches the other servers again", i)
+		e.join(nowMs, m)
+		return
+	}
+	e.note("s%d cut off from the other servers", i)
+	e.clearLinks(m)
+	switch {
+	case i == e.leader:
+		e.loseLeader("the leader lost its quorum")
+	case m.following != 0:
+		m.following = 0
+		e.closeAllConns(m, "lost its leader")
+		e.checkQuorum()
+	}
+}
+
+// SetLag makes member i receive nothing from its leader and apply nothing,
+// or ends that.
+func (e *Ensemble) SetLag(i int, lag bool) {
+	e.members[i-1].lagging = lag
+}
+
+// Lagging reports whether member i lags.
+func (e *Ensemble) Lagging(i int) bool { return e.members[i-1].lagging }
+
+func (e *Ensemble) clearLinks(m *member) {
+	for j := range e.members {
+		e.links[m.id-1][j].clear()
+		e.links[j][m.id-1].clear()
+	}
+}
+
+// checkQuorum makes a leader that can no longer reach a quorum of
+// followers step down (Leader.lead's "not sufficient acks").
+func (e *Ensemble) checkQuorum() {
+	if e.leader == 0 {
+		return
+	}
+	l := e.members[e.leader-1]
+	n := 0
+	for _, m := range e.members {
+		if m == l || (m.following == e.leader && e.reachable(m, l)) {
+			n++
+		}
+	}
+	if n < e.quorum() {
+		e.loseLeader("the leader lost its quorum")
+	}
+}
+
+// loseLeader ends the current epoch: no member has a leader, every member
+// closes its client connections, messages in flight are lost.
+func (e *Ensemble) loseLeader(why string) {
+	e.note("s%d no longer leads epoch %d: %s", e.leader, e.epoch, why)
+	e.leader = 0
+	e.prep = nil
+	e.acks = nil
+	clear(e.owner)
+	for _, m := range e.members {
+		m.following = 0
+		if m.up {
+			e.closeAllConns(m, "no leader")
+		}
+		e.clearLinks(m)
+	}
+}
+
+// CanElect reports whether an election would find a leader now: there is
+// none, and a quorum of members are up and reach one another.
+func (e *Ensemble) CanElect() bool {
+	return e.leader == 0 && len(e.electorate()) >= e.quorum()
+}
+
+func (e *Ensemble) electorate() []*member {
+	var voters []*member
+	for _, m := range e.members {
+		if m.up && !m.cut {
+			voters = append(voters, m)
+		}
+	}
+	return voters
+}
+
+func lastLogged(m *member) int64 {
+	if len(m.log) == 0 {
+		return 0
+	}
+	return m.log[len(m.log)-1].LastZxid
+}
+
+// Elect runs a leader election (FastLeaderElection): among the members
+// that are up and reach one another, if they are a quorum, the one with
+// the highest logged zxid leads, the higher server id among equals. It
+// starts a new epoch, commits every proposal it logged, and the others
+// sync to it, discarding proposals it lacks (ZooKeeper Internals, "Leader
+// Activation"). Its session tracker re-tracks every session with a full
+// timeout. It reports whether a leader was elected.
+func (e *Ensemble) Elect(nowMs int64) bool {
+	if !e.CanElect() {
+		return false
+	}
+	var l *member
+	for _, m := range e.electorate() {
+		if l == nil || lastLogged(m) > lastLogged(l) || lastLogged(m) == lastLogged(l) {
+			l = m
+		}
+	}
+	e.epoch++
+	for len(e.epochLeaders) <= int(e.epoch) {
+		e.epochLeaders = append(e.epochLeaders, 0)
+	}
+	if e.epochLeaders[e.epoch] != 0 {
+		panic(fmt.Sprintf("sim: two leaders in epoch %d: s%d and s%d", e.epoch, e.epochLeaders[e.epoch], l.id))
+	}
+	e.epochLeaders[e.epoch] = l.id
+	// Every committed transaction is in the new leader's log: a quorum
+	// logged it, and the leader has the highest zxid of a quorum.
+	if len(l.log) < len(e.committed) {
+		panic(fmt.Sprintf("sim: s%d leads with %d logged, %d committed", l.id, len(l.log), len(e.committed)))
+	}
+	for i, rec := range e.committed {
+		if l.log[i] != rec {
+			panic(fmt.Sprintf("sim: s%d leads without the committed %v", l.id, rec))
+		}
+	}
+	if extra := len(l.log) - len(e.committed); extra > 0 {
+		e.note("s%d commits %d proposals of the last epoch", l.id, extra)
+	}
+	e.committed = append(e.committed, l.log[len(e.committed):]...)
+	l.commitIdx = len(l.log)
+	e.leader = l.id
+	l.following = l.id
+	e.acks = make([]uint32, len(l.log))
+	e.prep = newPrepServer(e.cfg, l.log, l.id, e.epoch, nowMs)
+	e.note("s%d leads epoch %d from zxid %#x", l.id, e.epoch, lastLogged(l))
+	for _, m := range e.electorate() {
+		if m != l {
+			e.join(nowMs, m)
+		}
+	}
+	return true
+}
+
+// join syncs member m with the leader if it can reach it (LearnerHandler:
+// DIFF, TRUNC or SNAP): its log becomes the leader's, proposals the leader
+// lacks discarded, and it counts as having logged the leader's
+// outstanding proposals.
+func (e *Ensemble) join(nowMs int64, m *member) {
+	if e.leader == 0 || !m.up || m.id == e.leader || !e.reachable(m, e.members[e.leader-1]) {
+		return
+	}
+	l := e.members[e.leader-1]
+	for i := range m.applied {
+		if m.log[i] != l.log[i] {
+			panic(fmt.Sprintf("sim: s%d applied %v, which the leader's log has not: a committed transaction lost", m.id, m.log[i]))
+		}
+	}
+	kept := 0
+	for kept < len(m.log) && kept < len(l.log) && m.log[kept] == l.log[kept] {
+		kept++
+	}
+	if d := len(m.log) - kept; d > 0 {
+		e.note("s%d discards %d uncommitted proposals", m.id, d)
+	}
+	m.log = slices.Clone(l.log)
+	m.commitIdx = l.commitIdx
+	m.following = l.id
+	for i := l.commitIdx; i < len(l.log); i++ {
+		e.acks[i] |= 1 << (m.id - 1)
+	}
+	e.advanceCommit(nowMs)
+}
+
+// CheckInvariants checks every member's tree, and that each member's
+// applied history is the committed log's prefix.
+func (e *Ensemble) CheckInvariants() error {
+	for _, m := range e.members {
+		if err := m.srv.CheckInvariants(); err != nil {
+			return fmt.Errorf("s%d: %w", m.id, err)
+		}
+		if m.applied > len(e.committed) || m.applied > m.commitIdx {
+			return fmt.Errorf("sim: s%d applied %d transactions, %d committed, it knows of %d", m.id, m.applied, len(e.committed), m.commitIdx)
+		}
+		for i := range m.applied {
+			if m.log[i] != e.committed[i] {
+				return fmt.Errorf("sim: s%d applied %v where %v committed", m.id, m.log[i], e.committed[i])
+			}
+		}
+	}
+	return nil
+}

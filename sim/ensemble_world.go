@@ -1,0 +1,298 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// This file runs an Ensemble inside a World (Config.Servers 3 or 5): the
+// world's connections go to members, the ensemble's steps are the world's
+// steps, and the server faults act on members.
+
+// electionMinMs and electionSpreadMs bound the virtual time a leader
+// election takes: a real three-server ensemble of ZooKeeper 3.8 on
+// loopback failed over in 470 to 820 ms (ensemble_facts_test.go); each
+// election draws its time in that range from the seeded source.
+const (
+	electionMinMs    = 470
+	electionSpreadMs = 351
+)
+
+// ensembleFaults is what the world keeps of the server faults under way:
+// each member's end of crash, partition and lag, so that overlapping
+// faults end when the last one does.
+type ensembleFaults struct {
+	downUntilNs, cutUntilNs, lagUntilNs []int64
+	electionPending                     bool
+}
+
+func (w *World) newEnsemble() {
+	n := w.cfg.Servers
+	w.ens = NewEnsemble(w.cfg.Server, n)
+	for _, m := range w.ens.members {
+		m.srv.checkEvery = w.cfg.CheckEveryStep
+	}
+	w.ensFaults = &ensembleFaults{downUntilNs: make([]int64, n+1), cutUntilNs: make([]int64, n+1), lagUntilNs: make([]int64, n+1)}
+	w.ens.Notes() // the first election is the world's start, not an event
+}
+
+func (w *World) checkServerInvariants() error {
+	if w.ens != nil {
+		return w.ens.CheckInvariants()
+	}
+	return w.server.CheckInvariants()
+}
+
+func (w *World) serverDeadlineMs() int64 {
+	if w.ens != nil {
+		return w.ens.NextDeadlineMs()
+	}
+	return w.server.NextDeadlineMs()
+}
+
+func (w *World) serverHasConn(id ConnID) bool {
+	if w.ens != nil {
+		return w.ens.HasConn(id)
+	}
+	return w.server.HasConn(id)
+}
+
+// disconnectServer tells the connection's server it is gone, if it still
+// has it.
+func (w *World) disconnectServer(id ConnID) {
+	if w.ens != nil {
+		w.ens.Disconnect(id)
+		return
+	}
+	if w.server.HasConn(id) {
+		w.server.Disconnect(id)
+	}
+}
+
+func (w *World) serverOutputs() []Output {
+	if w.ens == nil {
+		return w.server.Outputs()
+	}
+	for _, n := range w.ens.Notes() {
+		w.emit(Event{Kind: "server", Detail: n})
+	}
+	return w.ens.Outputs()
+}
+
+func (w *World) expireSession(id int64) bool {
+	if w.ens != nil {
+		return w.ens.ExpireSession(w.nowMs(), id)
+	}
+	return w.server.ExpireSession(w.nowMs(), id)
+}
+
+// dialMember opens a connection from c to the server its host list is at;
+// a member that is down or has no leader refuses it.
+func (w *World) dialMember(c *Client) (*netConn, bool) {
+	i := c.hosts.current()
+	id := w.connSeq + 1
+	if !w.ens.Open(i, id, c.addr()) {
+		w.emit(Event{Kind: "session", Client: c.id, Detail: fmt.Sprintf("s%d refuses connections", i)})
+		return nil, true
+	}
+	w.connSeq = id
+	conn := &netConn{id: id, client: c}
+	w.conns = append(w.conns, conn)
+	w.emit(Event{Kind: "session", Client: c.id, Detail: fmt.Sprintf("conn%d to s%d", id, i)})
+	return conn, false
+}
+
+func (w *World) ensembleSteps(e []Step) []Step {
+	w.ensBuf = w.ens.Steps(w.ensBuf[:0])
+	for _, st := range w.ensBuf {
+		e = append(e, Step{Kind: st.Kind, Server: st.Server, To: st.To})
+	}
+	return e
+}
+
+func (w *World) takeEnsembleStep(st Step) {
+	rec := w.ens.Step(w.nowMs(), EnsembleStep{Kind: st.Kind, Server: st.Server, To: st.To})
+	if rec != nil && w.trace.on() {
+		switch st.Kind {
+		case StepApply:
+			w.emit(Event{Kind: "server", Session: rec.Session, Zxid: rec.Zxid, Detail: fmt.Sprintf("s%d applied %v", st.Server, rec)})
+		case StepServerInternal:
+			w.emit(Event{Kind: "server", Session: rec.Session, Zxid: rec.Zxid, Detail: fmt.Sprintf("s%d proposes closeSession: session expired", st.Server)})
+		}
+	}
+	w.drainServer()
+}
+
+// scheduleElection starts a leader election when there is no leader and
+// none is under way; it ends after the election's time, with a leader if
+// a quorum can then elect one (if not, the next heal or restart tries
+// again).
+func (w *World) scheduleElection() {
+	f := w.ensFaults
+	if w.ens.Leader() != 0 || f.electionPending {
+		return
+	}
+	f.electionPending = true
+	d := int64(electionMinMs+w.rng.IntN(electionSpreadMs)) * int64(time.Millisecond)
+	w.after(d, nil, "leader election", func() {
+		f.electionPending = false
+		if !w.ens.Elect(w.nowMs()) {
+			w.emit(Event{Kind: "server", Detail: "leader election: no quorum"})
+		}
+		w.drainServer()
+	})
+}
+
+func (w *World) injectServerFault(f Fault) error {
+	if err := checkServerFault(f, w.Servers()); err != nil {
+		return err
+	}
+	i := f.Server
+	detail := f.String()
+	switch f.Kind {
+	case FaultIsolateLeader, FaultKillLeader:
+		i = w.ens.Leader()
+		if i == 0 {
+			w.emit(Event{Kind: "fault", Detail: detail + ": no leader, nothing to do"})
+			return nil
+		}
+		detail += fmt.Sprintf(" (s%d)", i)
+	case FaultLoseQuorum:
+		// The leader (s1 without one) and the servers after it in
+		// number order, wrapping round: a majority.
+		first := max(w.ens.Leader(), 1)
+		var names []string
+		var victims []int
+		for k := range w.ens.quorum() {
+			v := (first-1+k)%w.Servers() + 1
+			victims = append(victims, v)
+			names = append(names, fmt.Sprintf("s%d", v))
+		}
+		w.emit(Event{Kind: "fault", Detail: detail + " (" + strings.Join(names, " ") + ")"})
+		for _, v := range victims {
+			w.crashMember(v, f.Duration)
+		}
+		w.drainServer()
+		w.scheduleElection()
+		return nil
+	}
+	w.emit(Event{Kind: "fault", Detail: detail})
+	d := int64(f.Duration)
+	switch f.Kind {
+	case FaultLag:
+		until := &w.ensFaults.lagUntilNs[i]
+		*until = max(*until, w.nowNs+d)
+		w.ens.SetLag(i, true)
+		w.after(d, nil, fmt.Sprintf("s%d lag ends", i), func() {
+			if w.nowNs < *until || !w.ens.Lagging(i) {
+				return
+			}
+			w.ens.SetLag(i, false)
+			w.emit(Event{Kind: "fault", Detail: fmt.Sprintf("s%d lag ended", i)})
+		})
+	case FaultServerCrash, FaultKillLeader:
+		w.crashMember(i, f.Duration)
+	case FaultServerPartition, FaultIsolateLeader:
+		until := &w.ensFaults.cutUntilNs[i]
+		*until = max(*until, w.nowNs+d)
+		w.ens.SetCut(w.nowMs(), i, true)
+		w.after(d, nil, fmt.Sprintf("s%d partition heals", i), func() {
+			if w.nowNs < *until {
+				return
+			}
+			w.ens.SetCut(w.nowMs(), i, false)
+			w.emit(Event{Kind: "fault", Detail: fmt.Sprintf("s%d partition healed", i)})
+			w.drainServer()
+			w.scheduleElection()
+		})
+	}
+	w.drainServer()
+	w.scheduleElection()
+	return nil
+}
+
+// crashMember crashes member i for d: its clients' connections reset, and
+// it restarts when the last crash ends.
+func (w *World) crashMember(i int, d time.Duration) {
+	until := &w.ensFaults.downUntilNs[i]
+	*until = max(*until, w.nowNs+int64(d))
+	for _, id := range w.ens.Crash(i) {
+		if conn := w.connByID(id); conn != nil && !conn.clientClosed {
+			w.reset(conn, fmt.Sprintf("s%d crashed", i))
+		}
+	}
+	w.after(int64(d), nil, fmt.Sprintf("s%d restarts", i), func() {
+		if w.nowNs < *until || w.ens.Up(i) {
+			return
+		}
+		w.ens.Restart(w.nowMs(), i)
+		w.drainServer()
+		w.scheduleElection()
+	})
+}
+
+// restartEnsemble is the restart fault on an ensemble: every server
+// crashes and comes back after d.
+func (w *World) restartEnsemble(d time.Duration) {
+	for i := 1; i <= w.Servers(); i++ {
+		w.crashMember(i, d)
+	}
+	w.drainServer()
+	w.scheduleElection()
+}
+
+// hostList is go-zookeeper's DNSHostProvider over the ensemble's servers:
+// the list shuffled once (at Init), the next server on each attempt, and
+// retryStart when an attempt comes back round to the server it last
+// connected to (or to the first one tried), which makes the client flush
+// its unsent requests with ErrNoServer and back off a second
+// (zk.Conn.connect).
+type hostList struct {
+	servers    []int
+	curr, last int
+}
+
+func newHostList(w *World) hostList {
+	s := make([]int, w.Servers())
+	for i := range s {
+		s[i] = i + 1
+	}
+	w.rng.Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] })
+	return hostList{servers: s, curr: -1, last: -1}
+}
+
+// next moves to the next server (DNSHostProvider.Next).
+func (h *hostList) next() (server int, retryStart bool) {
+	h.curr = (h.curr + 1) % len(h.servers)
+	retryStart = h.curr == h.last
+	if h.last == -1 {
+		h.last = 0
+	}
+	return h.servers[h.curr], retryStart
+}
+
+// connected marks the current server as the last one connected to
+// (DNSHostProvider.Connected, called once a session is established).
+func (h *hostList) connected() {
+	if len(h.servers) > 0 {
+		h.last = h.curr
+	}
+}
+
+func (h *hostList) current() int { return h.servers[h.curr] }
+
+// nextHost is a connection attempt of a client of an ensemble: the next
+// server of its list, after a second's backoff and with the unsent
+// requests failed once it has been round the list.
+func (c *Client) nextHost() {
+	c.setState(zk.StateConnecting)
+	if _, retryStart := c.hosts.next(); retryStart {
+		c.flushUnsent(zk.ErrNoServer)
+		c.dialTimer = c.w.after(int64(reconnectBackoff), c, "reconnect backoff", c.dial)
+		return
+	}
+	c.dial()
+}

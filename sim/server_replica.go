@@ -1,0 +1,335 @@
+package sim
+
+import (
+	"fmt"
+)
+
+// This file lets servers replicate one another's transactions, for the
+// ensemble (ensemble.go). ZooKeeper's leader turns each request into a
+// transaction in PrepRequestProcessor, proposes it, and every server
+// applies the committed transaction to its own DataTree in zxid order
+// (FinalRequestProcessor, ZooKeeper Internals "Zab"). Here a transaction
+// travels as a TxnRecord: what the leader executed and what it answered. A
+// replica re-executes it through the same code path as the leader did, at
+// the leader's time and zxid and with the caller's identities, so that
+// ZooKeeper's semantics stay in one place, and asserts that it reproduces
+// the leader's outcome: a replica that disagrees is a simulator bug.
+
+// TxnKind says what a committed transaction does.
+type TxnKind uint8
+
+const (
+	// RecCreateSession opens a session (OpCode.createSession).
+	RecCreateSession TxnKind = iota + 1
+	// RecCloseSession closes a session, by request or by expiry, deleting
+	// its ephemerals (OpCode.closeSession).
+	RecCloseSession
+	// RecWrite is a client's create, delete, setData, check, setACL or
+	// multi, successful or not: a failed one is an error transaction, which
+	// changes nothing but takes its zxid.
+	RecWrite
+	// RecError is a transaction that is only an error (ErrorTxn): a
+	// malformed write, a reconfig or deleteContainer a client sent.
+	RecError
+	// RecSweep is the ContainerManager's deletions of one run: one
+	// transaction per node, zxids Zxid to LastZxid.
+	RecSweep
+)
+
+// TxnRecord is one committed transaction, as the leader made it.
+type TxnRecord struct {
+	Kind      TxnKind
+	Zxid      int64 // its zxid (the first, for a sweep)
+	LastZxid  int64 // the last zxid it takes: Zxid but for a sweep
+	TimeMs    int64 // the leader's virtual time when it made it
+	Session   int64
+	TimeoutMs int64 // a createSession's negotiated timeout
+	// Conn is the connection the request came on (0 for the server's
+	// own: an expiry or a sweep); Req is the request.
+	Conn ConnID
+	Req  Request
+	// Auth holds the caller's identities (Request.authInfo), which the
+	// re-execution checks ACLs against.
+	Auth []authID
+	// Resp is the leader's answer, Xid and Zxid set.
+	Resp Response
+}
+
+func (r *TxnRecord) String() string {
+	switch r.Kind {
+	case RecCreateSession:
+		return fmt.Sprintf("%#x createSession %#x", r.Zxid, r.Session)
+	case RecCloseSession:
+		return fmt.Sprintf("%#x closeSession %#x", r.Zxid, r.Session)
+	case RecWrite:
+		return fmt.Sprintf("%#x %v %s session %#x err=%v", r.Zxid, r.Req.Op, r.Req.Path, r.Session, r.Resp.Err)
+	case RecError:
+		return fmt.Sprintf("%#x error %v session %#x", r.Zxid, r.Req.Op, r.Session)
+	case RecSweep:
+		return fmt.Sprintf("%#x..%#x container sweep", r.Zxid, r.LastZxid)
+	}
+	return "?"
+}
+
+// replayConn is the connection a replica's re-executions run as: no
+// client connection has a negative id.
+const replayConn ConnID = -1
+
+// isReplicatedWrite reports the ops a replica re-executes.
+func isReplicatedWrite(op OpCode) bool {
+	switch op {
+	case OpCreate, OpCreate2, OpCreateCont, OpCreateTTL, OpDelete, OpSetData, OpCheck, OpSetACL, OpMulti:
+		return true
+	}
+	return false
+}
+
+// forwardedToLeader reports the requests a follower hands to its leader
+// (FollowerRequestProcessor: every request that changes state, and sync);
+// the rest it answers itself.
+func forwardedToLeader(req Request) bool {
+	return preppedAsTxn(req.Op) || req.Op == OpSync
+}
+
+// --- the leader's side: PrepRequestProcessor ---
+
+// PrepConnect opens a new session for a connection a member accepted:
+// the createSession transaction. The connection is bound for the call
+// only: the leader's prep server keeps sessions, not connections.
+func (s *Server) PrepConnect(nowMs int64, conn ConnID, timeoutMs int32) (*TxnRecord, ConnectResponse) {
+	s.OpenFrom(conn, DefaultClientAddr)
+	before := s.lastZxid
+	s.Connect(nowMs, conn, ConnectRequest{TimeoutMs: timeoutMs, Passwd: make([]byte, 16)})
+	var resp ConnectResponse
+	for _, o := range s.Outputs() {
+		if o.Conn == conn && o.Kind == OutConnect {
+			resp = o.Connect
+		}
+	}
+	s.Disconnect(conn)
+	if s.lastZxid != before+1 || resp.SessionID == 0 {
+		panic(fmt.Sprintf("sim: createSession took zxids %#x..%#x, session %#x", before, s.lastZxid, resp.SessionID))
+	}
+	return &TxnRecord{Kind: RecCreateSession, Zxid: s.lastZxid, LastZxid: s.lastZxid, TimeMs: nowMs, Session: resp.SessionID, TimeoutMs: int64(resp.TimeoutMs), Conn: conn}, resp
+}
+
+// PrepRequest executes a request a member forwarded for session, from a
+// connection whose identities are auth: the session is checked and
+// touched, the request validated and applied to the leader's prep state,
+// so that the next request sees it (PrepRequestProcessor's
+// outstandingChanges). It returns the transaction it made, nil if none
+// (an expired session's request), and the answer.
+func (s *Server) PrepRequest(nowMs int64, conn ConnID, session int64, auth []authID, req Request) (*TxnRecord, Response) {
+	s.conns[conn] = session
+	if s.auth == nil {
+		s.auth = make(map[ConnID]*connAuth)
+	}
+	s.auth[conn] = &connAuth{ids: auth}
+	if sess := s.sessions[session]; sess != nil {
+		sess.conn = conn
+	}
+	before := s.lastZxid
+	s.Receive(nowMs, conn, req)
+	var resp Response
+	replied := false
+	for _, o := range s.Outputs() {
+		if o.Conn == conn && o.Kind == OutReply {
+			resp, replied = o.Reply, true
+		}
+	}
+	if s.HasConn(conn) {
+		s.dropConn(conn)
+	}
+	if !replied {
+		panic(fmt.Sprintf("sim: the leader did not answer a forwarded %v", req.Op))
+	}
+	if s.lastZxid == before {
+		return nil, resp
+	}
+	if s.lastZxid != before+1 {
+		panic(fmt.Sprintf("sim: a forwarded %v took zxids %#x..%#x", req.Op, before+1, s.lastZxid))
+	}
+	r := &TxnRecord{Zxid: s.lastZxid, LastZxid: s.lastZxid, TimeMs: nowMs, Session: session, Conn: conn, Req: req, Auth: auth, Resp: resp}
+	switch {
+	case req.Op == OpCloseSession && !req.Malformed:
+		r.Kind = RecCloseSession
+	case isReplicatedWrite(req.Op) && !req.Malformed:
+		r.Kind = RecWrite
+	default:
+		r.Kind = RecError
+	}
+	return r, resp
+}
+
+// PrepTick lets the leader's time reach nowMs (Server.Tick): sessions
+// expire (their closes come from PrepInternal), and the ContainerManager's
+// deletions make a sweep record, nil if it deleted nothing.
+func (s *Server) PrepTick(nowMs int64) *TxnRecord {
+	before := s.lastZxid
+	s.Tick(nowMs)
+	s.Outputs()
+	if s.lastZxid == before {
+		return nil
+	}
+	return &TxnRecord{Kind: RecSweep, Zxid: before + 1, LastZxid: s.lastZxid, TimeMs: nowMs}
+}
+
+// PrepInternal applies the next expired session's close (StepInternal)
+// and returns its record.
+func (s *Server) PrepInternal(nowMs int64) *TxnRecord {
+	id := s.StepInternal(nowMs)
+	s.Outputs()
+	return &TxnRecord{Kind: RecCloseSession, Zxid: s.lastZxid, LastZxid: s.lastZxid, TimeMs: nowMs, Session: id}
+}
+
+// Revalidate is the leader's answer to a member that a client asks to
+// reattach a session on (LearnerHandler REVALIDATE,
+// SessionTrackerImpl.touchSession): the session is valid if it is alive
+// and the password matches, and it is then touched with the timeout the
+// client negotiated.
+func (s *Server) Revalidate(nowMs int64, id int64, passwd []byte, timeoutMs int32) bool {
+	sess, ok := s.sessions[id]
+	if !ok || sess.closing || string(sess.passwd) != string(passwd) {
+		return false
+	}
+	sess.timeoutMs = min(max(int64(timeoutMs), s.cfg.MinSessionTimeoutMs), s.cfg.MaxSessionTimeoutMs)
+	s.touch(nowMs, sess)
+	return true
+}
+
+// TouchSession is a follower's report that a session is alive (the
+// sessions a follower lists in its PING to the leader).
+func (s *Server) TouchSession(nowMs int64, id int64) {
+	if sess, ok := s.sessions[id]; ok {
+		s.touch(nowMs, sess)
+	}
+}
+
+// --- every member's side: applying committed transactions ---
+
+// ApplyRecord applies a committed transaction. The request's connection
+// gets the answer if it is open on this server; the watches it triggers
+// fire to this server's own watchers. A replica that does not reproduce
+// the leader's outcome panics: the replicas of an ensemble diverged.
+func (s *Server) ApplyRecord(r *TxnRecord) {
+	if r.Zxid <= s.lastZxid {
+		panic(fmt.Sprintf("sim: transaction %v applied after %#x: a server's zxid only grows", r, s.lastZxid))
+	}
+	_, onThis := s.conns[r.Conn]
+	onThis = onThis && r.Conn != 0
+	s.lastZxid = r.Zxid - 1
+	switch r.Kind {
+	case RecCreateSession:
+		if _, ok := s.sessions[r.Session]; ok {
+			panic(fmt.Sprintf("sim: %v: the session exists already", r))
+		}
+		t := s.begin()
+		sess := &serverSession{id: r.Session, passwd: sessionPasswd(r.Session), timeoutMs: r.TimeoutMs}
+		s.sessions[r.Session] = sess
+		s.touch(r.TimeMs, sess)
+		if onThis && s.conns[r.Conn] == 0 {
+			sess.conn = r.Conn
+			s.conns[r.Conn] = r.Session
+		}
+		s.commit(t)
+		if sess.conn != 0 {
+			s.send(Output{Conn: r.Conn, Kind: OutConnect, Connect: ConnectResponse{SessionID: sess.id, Passwd: sess.passwd, TimeoutMs: int32(r.TimeoutMs)}})
+		}
+	case RecCloseSession:
+		sess := s.sessions[r.Session]
+		if sess == nil {
+			panic(fmt.Sprintf("sim: %v: no such session on the replica", r))
+		}
+		var req *Request
+		if onThis && sess.conn == r.Conn {
+			req = &r.Req
+		}
+		s.closeSession(r.TimeMs, r.Session, req)
+	case RecWrite:
+		sess := s.sessions[r.Session]
+		if sess == nil {
+			panic(fmt.Sprintf("sim: %v: no such session on the replica", r))
+		}
+		if s.auth == nil {
+			s.auth = make(map[ConnID]*connAuth)
+		}
+		s.auth[replayConn] = &connAuth{ids: r.Auth}
+		s.caller = replayConn
+		t := s.begin()
+		var resp Response
+		if r.Req.Op == OpMulti {
+			resp = s.multi(r.TimeMs, sess, r.Req, t)
+		} else {
+			resp = s.writeOne(r.TimeMs, sess, r.Req, t)
+		}
+		s.commit(t)
+		delete(s.auth, replayConn)
+		s.caller = 0
+		resp.Xid, resp.Zxid = r.Req.Xid, t.zxid
+		if !sameWriteResponse(resp, r.Resp) {
+			panic(fmt.Sprintf("sim: a replica re-executed %v and got %+v, the leader %+v", r, resp, r.Resp))
+		}
+		if onThis {
+			s.reply(r.Conn, resp)
+		}
+	case RecError:
+		s.lastZxid = r.Zxid
+		if onThis {
+			s.reply(r.Conn, r.Resp)
+		}
+	case RecSweep:
+		s.sweepContainers(r.TimeMs)
+		if s.lastZxid != r.LastZxid {
+			panic(fmt.Sprintf("sim: a replica's container sweep at %d took zxids to %#x, the leader's %v", r.TimeMs, s.lastZxid, r))
+		}
+	default:
+		panic(fmt.Sprintf("sim: unknown record kind %d", r.Kind))
+	}
+	if s.lastZxid != r.LastZxid {
+		panic(fmt.Sprintf("sim: %v left the replica at %#x", r, s.lastZxid))
+	}
+}
+
+// newPrepServer makes a new leader's prep state from its applied state's
+// log: every record replayed on a fresh server (the snapshot and the
+// transaction log a real server loads), with session ids of its own server
+// id and epoch zxids. Every session gets its full timeout from now, as a
+// new SessionTrackerImpl tracks each session it loads.
+func newPrepServer(cfg ServerConfig, log []*TxnRecord, sid int, epoch int64, nowMs int64) *Server {
+	s := NewServer(cfg)
+	for _, r := range log {
+		s.ApplyRecord(r)
+	}
+	s.Outputs()
+	// SessionTrackerImpl.initializeNextSessionId: the server id in the top
+	// byte, the time below.
+	s.nextSessionID = int64(uint64((s.cfg.EpochMs+nowMs)<<24)>>8) | int64(sid)<<56
+	s.lastZxid = epoch << 32
+	s.Restart(nowMs)
+	return s
+}
+
+// sameWriteResponse compares what a write's answer carries: a replica's
+// must be the leader's.
+func sameWriteResponse(a, b Response) bool {
+	if a.Xid != b.Xid || a.Zxid != b.Zxid || a.Err != b.Err || a.Path != b.Path || a.Stat != b.Stat || len(a.Multi) != len(b.Multi) {
+		return false
+	}
+	for i := range a.Multi {
+		x, y := a.Multi[i], b.Multi[i]
+		if x.Op != y.Op || x.Err != y.Err || x.Path != y.Path || x.Stat != y.Stat {
+			return false
+		}
+	}
+	return true
+}
+
+// callerAuth is a connection's identities as they stand, shared rather
+// than copied: a connection's ids only ever grow by appending
+// (connAuth.add), so a slice of them taken now never changes.
+func (s *Server) callerAuth(conn ConnID) []authID {
+	if a := s.auth[conn]; a != nil {
+		return a.ids[:len(a.ids):len(a.ids)]
+	}
+	return nil
+}
