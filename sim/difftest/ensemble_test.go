@@ -11,10 +11,12 @@ package difftest
 // killed, the quorum lost and regained.
 //
 // Backends: the real ensemble (zktest.StartEnsemble, one for the test
-// binary's run of TestEnsembleDifferential, restored between cases). The
-// simulated ensemble is the second backend once sim.World runs Config
-// Servers 3 (issue 13's enscore work): it is one implementation of
-// ensembleBackend to add to ensembleBackends, the cases unchanged.
+// binary's run of TestEnsembleDifferential, restored between cases) and
+// the simulated one (sim.Config{Servers: 3}, a fresh world per case).
+// The simulated client has no connect string of its own yet: it walks
+// every server, so the cases that pin clients to servers (by role: the
+// leader, a follower) skip on it, and the AnyServer cases, whose clients
+// all dial every server, run on both.
 //
 //	go test -count=1 -v -run TestEnsembleDifferential ./sim/difftest/
 
@@ -25,6 +27,7 @@ import (
 	"maps"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,6 +36,7 @@ import (
 	"github.com/zklab/zklab/recipes"
 	"github.com/zklab/zklab/recipes/zkconn"
 	"github.com/zklab/zklab/recipes/zkconn/zktest"
+	"github.com/zklab/zklab/sim"
 )
 
 // An ensembleBackend is a three-server ZooKeeper that the ensemble cases
@@ -51,7 +55,9 @@ type ensembleBackend interface {
 	// ServerOf is the server client c is connected to now, 0 for none.
 	ServerOf(c int) int
 	// Crash kills server id's process for d: its connections reset, its
-	// disk stays, and Heal starts it again once d has passed.
+	// disk stays. The simulator restarts it when d is over; the real
+	// backend when Heal is called, d after the crash at the earliest
+	// (a case that needs it back calls Heal).
 	Crash(id int, d time.Duration) error
 	// Heal waits until every crashed server's time is up, starts it
 	// again, and waits until every server serves with one leader.
@@ -88,6 +94,7 @@ var errNotModelled = errors.New("not modelled by this backend")
 func ensembleBackends(t *testing.T) []namedEnsembleBackend {
 	real := zktest.StartEnsemble(t, 3)
 	return []namedEnsembleBackend{
+		{"sim", func(t *testing.T) ensembleBackend { return newSimEnsemble(t, 1) }},
 		{"real", func(t *testing.T) ensembleBackend { return newRealEnsemble(t, real) }},
 	}
 }
@@ -107,10 +114,13 @@ const (
 )
 
 // An ensembleRun runs one case on one backend and checks each step's
-// outcome against the case's.
+// outcome against the case's. For a known gap it records the steps that
+// differ instead of failing.
 type ensembleRun struct {
-	t *testing.T
-	b ensembleBackend
+	t          *testing.T
+	b          ensembleBackend
+	knownGap   bool
+	mismatches []string
 }
 
 // expect runs op on client c and checks its outcome.
@@ -120,9 +130,12 @@ func (r *ensembleRun) expect(c int, what, want string, op func(ctx context.Conte
 	if err := r.b.Do(c, func(ctx context.Context, conn recipes.Conn) { got = op(ctx, conn) }); err != nil {
 		r.t.Fatalf("c%d %s: %v", c, what, err)
 	}
-	if got != want {
+	switch {
+	case got != want && r.knownGap:
+		r.mismatches = append(r.mismatches, fmt.Sprintf("c%d %s: %s, want %s", c, what, got, want))
+	case got != want:
 		r.t.Errorf("c%d %s: %s, want %s", c, what, got, want)
-	} else {
+	default:
 		r.t.Logf("c%d %s: %s", c, what, got)
 	}
 }
@@ -139,6 +152,9 @@ func (r *ensembleRun) leader() int {
 func (r *ensembleRun) dial(timeout time.Duration, servers ...int) int {
 	r.t.Helper()
 	c, err := r.b.Dial(servers, timeout)
+	if errors.Is(err, errNotModelled) {
+		r.t.Skipf("dial %v: %v", servers, err)
+	}
 	if err != nil {
 		r.t.Fatalf("dial %v: %v", servers, err)
 	}
@@ -258,23 +274,44 @@ func TestEnsembleDifferential(t *testing.T) {
 			for _, c := range ensembleCases {
 				t.Run(c.name, func(t *testing.T) {
 					b := open(t)
-					r := &ensembleRun{t: t, b: b}
+					gap, known := ensembleKnownGaps[name+"/"+c.name]
+					r := &ensembleRun{t: t, b: b, knownGap: known}
 					start := time.Now()
 					c.run(r)
 					if err := b.Heal(); err != nil {
 						t.Fatalf("restoring the ensemble: %v", err)
 					}
 					t.Logf("%s on %s: %v (wall clock)", c.name, name, time.Since(start).Round(time.Millisecond))
+					switch {
+					case known && len(r.mismatches) == 0:
+						t.Errorf("%s on %s now has the real ensemble's outcomes (it was a known gap: %s): delete it from ensembleKnownGaps", c.name, name, gap)
+					case known:
+						t.Logf("known gap (%s): %s", gap, strings.Join(r.mismatches, "; "))
+					}
 				})
 			}
 		})
 	}
 }
 
+// ensembleKnownGaps are cases whose outcomes on a backend differ from the
+// real ensemble's today, with why; each must keep differing (the test
+// fails when one agrees: delete it from here then).
+var ensembleKnownGaps = map[string]string{
+	// seed 1: s3 leads and crashes; s2 leads epoch 2 at 712 ms; c1
+	// reconnects to follower s1 at 1 s and sends sync, which s1 applies
+	// and never answers; c1's read times out at 3.67 s and the sync fails
+	// with ErrConnectionClosed. A real follower answers it at once.
+	"sim/AnyServerLeaderKilled": "a sync on a follower right after a failover is never answered",
+}
+
 var ensembleCases = []struct {
 	name string
 	run  func(r *ensembleRun)
 }{
+	{"AnyServerSyncedReads", caseAnyServerSyncedReads},
+	{"AnyServerLeaderKilled", caseAnyServerLeaderKilled},
+	{"AnyServerQuorumLost", caseAnyServerQuorumLost},
 	{"SyncedReadsOnEveryServer", caseSyncedReads},
 	{"StaleReadOnALaggingFollower", caseLaggingFollower},
 	{"WatchesOnFollowers", caseWatchesOnFollowers},
@@ -289,6 +326,82 @@ var ensembleCases = []struct {
 	{"LeaderKilled", caseLeaderKilled},
 	{"WriteInFlightDiscardedWithTheLeader", caseWriteDiscarded},
 	{"QuorumLostAndRegained", caseQuorumLost},
+}
+
+// allServers is the full connect string.
+var allServers = []int{1, 2, 3}
+
+// Any server: every client dials the whole ensemble and lands where its
+// client's shuffle takes it; what it sees cannot depend on where.
+//   - A write made by one is read by each after sync.
+//   - The leader killed: every client loses its connection (a follower
+//     without its leader closes its clients' connections), and comes back
+//     with its session, its ephemeral node and the data; writes resume.
+//   - The quorum lost (the leader and the server after it, as
+//     sim.FaultLoseQuorum picks them) for twice the session timeout:
+//     reads and writes fail with ErrNoServer (every server refuses or
+//     closes), nothing expires, and after it every client has its session
+//     and its ephemeral node, and writes again.
+func caseAnyServerSyncedReads(r *ensembleRun) {
+	cs := []int{r.dial(4*time.Second, allServers...), r.dial(4*time.Second, allServers...), r.dial(4*time.Second, allServers...)}
+	r.expect(cs[0], "create /any", "ok", createOp("/any", "1", 0))
+	r.expect(cs[0], "set /any 2", "ok", setOp("/any", "2"))
+	r.expect(cs[1], "create /any/a", "ok", createOp("/any/a", "", 0))
+	for _, c := range cs {
+		r.expect(c, "sync /any", "ok", syncOp("/any"))
+		r.expect(c, "get /any", `data="2"`, getOp("/any"))
+		r.expect(c, "children /any", `children=["a"]`, childrenOp("/any"))
+	}
+}
+
+func caseAnyServerLeaderKilled(r *ensembleRun) {
+	cs := []int{r.dial(4*time.Second, allServers...), r.dial(4*time.Second, allServers...)}
+	r.expect(cs[0], "create /anyk", "ok", createOp("/anyk", "v", 0))
+	for i, c := range cs {
+		p := fmt.Sprintf("/anyk/e%d", i)
+		r.expect(c, "create "+p+" ephemeral", "ok", createOp(p, "", zk.FlagEphemeral))
+	}
+	var before []recipes.Session
+	for _, c := range cs {
+		before = append(before, r.session(c))
+	}
+	old := r.leader()
+	r.crash(old, 10*time.Second) // down for the rest of the case on both backends
+	// Once the new leader leads, every connection made before (to a
+	// follower that had not yet noticed) has been closed again.
+	if now := r.leader(); now == old {
+		r.t.Errorf("s%d still leads after it was killed", now)
+	}
+	for i, c := range cs {
+		r.expect(c, "reconnected", "session kept=true", reconnectedOp(before[i]))
+	}
+	for _, c := range cs {
+		r.expect(c, "sync /anyk", "ok", syncOp("/anyk"))
+		r.expect(c, "children /anyk", `children=["e0" "e1"]`, childrenOp("/anyk"))
+		r.expect(c, "get /anyk", `data="v"`, getOp("/anyk"))
+	}
+	for i, c := range cs {
+		r.expect(c, "set /anyk", "ok", setOp("/anyk", fmt.Sprint(i)))
+	}
+}
+
+func caseAnyServerQuorumLost(r *ensembleRun) {
+	const timeout = 4 * time.Second
+	c := r.dial(timeout, allServers...)
+	r.expect(c, "create /anyq ephemeral", "ok", createOp("/anyq", "", zk.FlagEphemeral))
+	before := r.session(c)
+	l := r.leader()
+	r.crash(l, 2*timeout)
+	r.crash(l%3+1, 2*timeout)
+	r.expect(c, "sleep 1s", "ok", sleepOp(time.Second))
+	noServer := "err=" + zk.ErrNoServer.Error()
+	r.expect(c, "get /anyq without a quorum", noServer, getOp("/anyq"))
+	r.expect(c, "create /anyq-lost without a quorum", noServer, createOp("/anyq-lost", "", 0))
+	r.heal()
+	r.expect(c, "reconnected", "session kept=true", reconnectedOp(before))
+	r.expect(c, "exists /anyq", "exists=true", existsOp("/anyq"))
+	r.expect(c, "exists /anyq-lost", "exists=false", existsOp("/anyq-lost"))
+	r.expect(c, "create /anyq-after", "ok", createOp("/anyq-after", "", 0))
 }
 
 // followers are the servers other than leader, in number order.
@@ -868,3 +981,109 @@ func (b *realEnsemble) Attach(c, id int) (func(), error) {
 	}
 	return func() { conn.Close() }, nil
 }
+
+// simEnsemble is the simulated backend: a world of three servers, each
+// client dialing every server (sim.ClientConfig has no connect string of
+// its own yet: Dial of fewer servers is errNotModelled), each step a task
+// of its client's process, the world run until it is done.
+type simEnsemble struct {
+	t        *testing.T
+	w        *sim.World
+	clients  []*sim.Client
+	crashEnd time.Duration // virtual time when the last crash ends
+}
+
+// simLeaderWaitMax bounds the wait for a leader in virtual time.
+const simLeaderWaitMax = time.Minute
+
+func newSimEnsemble(t *testing.T, seed uint64) *simEnsemble {
+	w := sim.New(sim.Config{Seed: seed, Servers: 3})
+	t.Cleanup(w.Close)
+	return &simEnsemble{t: t, w: w}
+}
+
+func (b *simEnsemble) Leader() (int, error) {
+	for waited := time.Duration(0); b.w.Leader() == 0; waited += 50 * time.Millisecond {
+		if waited > simLeaderWaitMax {
+			return 0, fmt.Errorf("no leader within %v of virtual time", simLeaderWaitMax)
+		}
+		if err := b.w.RunFor(50 * time.Millisecond); err != nil {
+			return 0, err
+		}
+	}
+	return b.w.Leader(), nil
+}
+
+func (b *simEnsemble) Dial(servers []int, sessionTimeout time.Duration) (int, error) {
+	if !slices.Equal(slices.Sorted(slices.Values(servers)), allServers) {
+		return 0, errNotModelled
+	}
+	c, err := b.w.NewClient(sim.ClientConfig{SessionTimeout: sessionTimeout})
+	if err != nil {
+		return 0, err
+	}
+	b.clients = append(b.clients, c)
+	b.w.Go(c, "connect", func(ctx context.Context) {
+		s := c.Session()
+		for !s.Connected() {
+			var err error
+			if s, err = c.WaitSession(ctx, s); err != nil {
+				return
+			}
+		}
+	})
+	if err := b.w.Run(); err != nil {
+		return 0, err
+	}
+	if !c.Session().Connected() {
+		return 0, fmt.Errorf("c%d has no session", len(b.clients))
+	}
+	return len(b.clients), nil
+}
+
+func (b *simEnsemble) Do(c int, fn func(ctx context.Context, conn recipes.Conn)) error {
+	client := b.clients[c-1]
+	b.w.Go(client, fmt.Sprintf("c%d step", c), func(ctx context.Context) { fn(ctx, client) })
+	return b.w.Run()
+}
+
+func (b *simEnsemble) Start(c int, fn func(ctx context.Context, conn recipes.Conn)) func() error {
+	client := b.clients[c-1]
+	b.w.Go(client, fmt.Sprintf("c%d step", c), func(ctx context.Context) { fn(ctx, client) })
+	return b.w.Run
+}
+
+func (b *simEnsemble) ServerOf(int) int { return 0 } // not told by sim.Client
+
+func (b *simEnsemble) Crash(id int, d time.Duration) error {
+	b.crashEnd = max(b.crashEnd, b.w.Now()+d)
+	return b.w.Inject(sim.Fault{Kind: sim.FaultServerCrash, Server: id, Duration: d})
+}
+
+func (b *simEnsemble) Heal() error {
+	if wait := b.crashEnd - b.w.Now(); wait > 0 {
+		if err := b.w.RunFor(wait); err != nil {
+			return err
+		}
+	}
+	_, err := b.Leader()
+	return err
+}
+
+func (b *simEnsemble) Lag(id int, d time.Duration) error {
+	return b.w.Inject(sim.Fault{Kind: sim.FaultLag, Server: id, Duration: d})
+}
+
+func (b *simEnsemble) Partition(id int, d time.Duration) error {
+	return b.w.Inject(sim.Fault{Kind: sim.FaultServerPartition, Server: id, Duration: d})
+}
+
+func (b *simEnsemble) Disconnect(c int, d time.Duration) error {
+	return b.w.Inject(sim.Fault{Kind: sim.FaultDisconnect, Client: b.clients[c-1].Number(), Duration: d})
+}
+
+func (b *simEnsemble) Silence(c int) error {
+	return b.w.Inject(sim.Fault{Kind: sim.FaultPartition, Client: b.clients[c-1].Number(), Duration: 24 * time.Hour})
+}
+
+func (b *simEnsemble) Attach(int, int) (func(), error) { return nil, errNotModelled }
