@@ -34,21 +34,21 @@ const ensembleConnectMax = 30 * time.Second
 
 // spreadOverServers pins the k-th client of an env to server k mod 3 + 1:
 // the clients of one lock are on all three servers.
-func spreadOverServers(_ *zktest.Ensemble, k int) int { return k%3 + 1 }
+func spreadOverServers(_ *testing.T, _ *zktest.Ensemble, k int) int { return k%3 + 1 }
 
 // allOnOneFollower pins every client to one follower (the server after
 // the leader).
-func allOnOneFollower(e *zktest.Ensemble, _ int) int {
+func allOnOneFollower(t *testing.T, e *zktest.Ensemble, _ int) int {
 	leader, err := e.WaitLeader(time.Minute)
 	if err != nil {
-		panic(err) // the shared ensemble is never faulted: it has a leader
+		t.Fatal(err)
 	}
 	return leader%3 + 1
 }
 
 // ensembleBackend runs the table on the shared ensemble, with clients
 // placed on servers by place.
-func ensembleBackend(name string, place func(e *zktest.Ensemble, k int) int) backend {
+func ensembleBackend(name string, place func(t *testing.T, e *zktest.Ensemble, k int) int) backend {
 	return backend{
 		name:       name,
 		faults:     true,
@@ -58,15 +58,16 @@ func ensembleBackend(name string, place func(e *zktest.Ensemble, k int) int) bac
 	}
 }
 
-func openEnsemble(t *testing.T, place func(e *zktest.Ensemble, k int) int) env {
+func openEnsemble(t *testing.T, place func(t *testing.T, e *zktest.Ensemble, k int) int) env {
 	ens := zktest.SharedEnsemble(t)
 	var mu sync.Mutex
 	made := 0
 	dial := func(t *testing.T) (*zkconn.Conn, *zktest.Proxy) {
 		mu.Lock()
-		id := place(ens, made)
+		k := made
 		made++
 		mu.Unlock()
+		id := place(t, ens, k)
 		addr := ens.Member(id).Addr
 		p := zktest.NewProxy(t, addr)
 		c, err := zkconn.Dial([]string{addr}, sessionTimeout, zkconn.WithDialer(p.Dialer()))

@@ -11,10 +11,12 @@ package difftest
 // killed, the quorum lost and regained.
 //
 // Backends: the real ensemble (zktest.StartEnsemble, one for the test
-// binary's run of TestEnsembleDifferential, restored between cases). The
-// simulated ensemble is the second backend once sim.World runs Config
-// Servers 3 (issue 13's enscore work): it is one implementation of
-// ensembleBackend to add to ensembleBackends, the cases unchanged.
+// binary's run of TestEnsembleDifferential, restored between cases) and
+// the simulated one (sim.Config{Servers: 3}, a fresh world per case).
+// The simulated client has no connect string of its own yet: it walks
+// every server, so the cases that pin clients to servers (by role: the
+// leader, a follower) skip on it, and the AnyServer cases, whose clients
+// all dial every server, run on both.
 //
 //	go test -count=1 -v -run TestEnsembleDifferential ./sim/difftest/
 
@@ -22,8 +24,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,6 +36,7 @@ import (
 	"github.com/zklab/zklab/recipes"
 	"github.com/zklab/zklab/recipes/zkconn"
 	"github.com/zklab/zklab/recipes/zkconn/zktest"
+	"github.com/zklab/zklab/sim"
 )
 
 // An ensembleBackend is a three-server ZooKeeper that the ensemble cases
@@ -50,11 +55,25 @@ type ensembleBackend interface {
 	// ServerOf is the server client c is connected to now, 0 for none.
 	ServerOf(c int) int
 	// Crash kills server id's process for d: its connections reset, its
-	// disk stays, and Heal starts it again once d has passed.
+	// disk stays. The simulator restarts it when d is over; the real
+	// backend when Heal is called, d after the crash at the earliest
+	// (a case that needs it back calls Heal).
 	Crash(id int, d time.Duration) error
 	// Heal waits until every crashed server's time is up, starts it
 	// again, and waits until every server serves with one leader.
 	Heal() error
+	// Lag holds server id's traffic with the other servers for d
+	// (sim.FaultLag): as a follower it applies nothing new, and serves
+	// its clients' reads from what it has.
+	Lag(id int, d time.Duration) error
+	// Partition cuts server id off from the other servers for d
+	// (sim.FaultServerPartition): what it sends them meanwhile does not
+	// arrive, and is lost if it crashes meanwhile.
+	Partition(id int, d time.Duration) error
+	// Start runs fn on client c without waiting for it (in the
+	// simulator: a task that runs as the world runs); the function it
+	// returns waits until fn has returned.
+	Start(c int, fn func(ctx context.Context, conn recipes.Conn)) func() error
 	// Disconnect closes client c's connection and keeps it from every
 	// server for d (sim.FaultDisconnect).
 	Disconnect(c int, d time.Duration) error
@@ -72,11 +91,18 @@ var errNotModelled = errors.New("not modelled by this backend")
 
 // ensembleBackends are the backends the cases run on: the real ensemble,
 // started once for the run. (The simulated ensemble joins here.)
-func ensembleBackends(t *testing.T) map[string]func(t *testing.T) ensembleBackend {
+func ensembleBackends(t *testing.T) []namedEnsembleBackend {
 	real := zktest.StartEnsemble(t, 3)
-	return map[string]func(t *testing.T) ensembleBackend{
-		"real": func(t *testing.T) ensembleBackend { return newRealEnsemble(t, real) },
+	return []namedEnsembleBackend{
+		{"sim", func(t *testing.T) ensembleBackend { return newSimEnsemble(t, 1) }},
+		{"real", func(t *testing.T) ensembleBackend { return newRealEnsemble(t, real) }},
 	}
+}
+
+// A namedEnsembleBackend opens a backend for one case.
+type namedEnsembleBackend struct {
+	name string
+	open func(t *testing.T) ensembleBackend
 }
 
 // Bounds of a case's waits (generous: real JVMs on a loaded 2-core
@@ -88,10 +114,13 @@ const (
 )
 
 // An ensembleRun runs one case on one backend and checks each step's
-// outcome against the case's.
+// outcome against the case's. For a known gap it records the steps that
+// differ instead of failing.
 type ensembleRun struct {
-	t *testing.T
-	b ensembleBackend
+	t          *testing.T
+	b          ensembleBackend
+	knownGap   bool
+	mismatches []string
 }
 
 // expect runs op on client c and checks its outcome.
@@ -101,9 +130,12 @@ func (r *ensembleRun) expect(c int, what, want string, op func(ctx context.Conte
 	if err := r.b.Do(c, func(ctx context.Context, conn recipes.Conn) { got = op(ctx, conn) }); err != nil {
 		r.t.Fatalf("c%d %s: %v", c, what, err)
 	}
-	if got != want {
+	switch {
+	case got != want && r.knownGap:
+		r.mismatches = append(r.mismatches, fmt.Sprintf("c%d %s: %s, want %s", c, what, got, want))
+	case got != want:
 		r.t.Errorf("c%d %s: %s, want %s", c, what, got, want)
-	} else {
+	default:
 		r.t.Logf("c%d %s: %s", c, what, got)
 	}
 }
@@ -120,6 +152,9 @@ func (r *ensembleRun) leader() int {
 func (r *ensembleRun) dial(timeout time.Duration, servers ...int) int {
 	r.t.Helper()
 	c, err := r.b.Dial(servers, timeout)
+	if errors.Is(err, errNotModelled) {
+		r.t.Skipf("dial %v: %v", servers, err)
+	}
 	if err != nil {
 		r.t.Fatalf("dial %v: %v", servers, err)
 	}
@@ -233,29 +268,52 @@ func TestEnsembleDifferential(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-server ZooKeeper")
 	}
-	for name, open := range ensembleBackends(t) {
+	for _, nb := range ensembleBackends(t) {
+		name, open := nb.name, nb.open
 		t.Run(name, func(t *testing.T) {
 			for _, c := range ensembleCases {
 				t.Run(c.name, func(t *testing.T) {
 					b := open(t)
-					r := &ensembleRun{t: t, b: b}
+					gap, known := ensembleKnownGaps[name+"/"+c.name]
+					r := &ensembleRun{t: t, b: b, knownGap: known}
 					start := time.Now()
 					c.run(r)
 					if err := b.Heal(); err != nil {
 						t.Fatalf("restoring the ensemble: %v", err)
 					}
 					t.Logf("%s on %s: %v (wall clock)", c.name, name, time.Since(start).Round(time.Millisecond))
+					switch {
+					case known && len(r.mismatches) == 0:
+						t.Errorf("%s on %s now has the real ensemble's outcomes (it was a known gap: %s): delete it from ensembleKnownGaps", c.name, name, gap)
+					case known:
+						t.Logf("known gap (%s): %s", gap, strings.Join(r.mismatches, "; "))
+					}
 				})
 			}
 		})
 	}
 }
 
+// ensembleKnownGaps are cases whose outcomes on a backend differ from the
+// real ensemble's today, with why; each must keep differing (the test
+// fails when one agrees: delete it from here then).
+var ensembleKnownGaps = map[string]string{
+	// seed 1: s3 leads and crashes; s2 leads epoch 2 at 712 ms; c1
+	// reconnects to follower s1 at 1 s and sends sync, which s1 applies
+	// and never answers; c1's read times out at 3.67 s and the sync fails
+	// with ErrConnectionClosed. A real follower answers it at once.
+	"sim/AnyServerLeaderKilled": "a sync on a follower right after a failover is never answered",
+}
+
 var ensembleCases = []struct {
 	name string
 	run  func(r *ensembleRun)
 }{
+	{"AnyServerSyncedReads", caseAnyServerSyncedReads},
+	{"AnyServerLeaderKilled", caseAnyServerLeaderKilled},
+	{"AnyServerQuorumLost", caseAnyServerQuorumLost},
 	{"SyncedReadsOnEveryServer", caseSyncedReads},
+	{"StaleReadOnALaggingFollower", caseLaggingFollower},
 	{"WatchesOnFollowers", caseWatchesOnFollowers},
 	{"WatchesSetAgainAfterReconnect", caseWatchesSetAgain},
 	{"FollowerCrashed", caseFollowerCrashed},
@@ -266,7 +324,84 @@ var ensembleCases = []struct {
 	{"SessionMovedThenSyncOnTheOldLeader", caseSessionMovedThen("/mv5", true, "sync", "err=zk: connection closed", syncOp)},
 	{"SessionMovedThenWriteOnTheOldLeader", caseSessionMovedThen("/mv6", true, "set", "err=zk: connection closed", setDataOp)},
 	{"LeaderKilled", caseLeaderKilled},
+	{"WriteInFlightDiscardedWithTheLeader", caseWriteDiscarded},
 	{"QuorumLostAndRegained", caseQuorumLost},
+}
+
+// allServers is the full connect string.
+var allServers = []int{1, 2, 3}
+
+// Any server: every client dials the whole ensemble and lands where its
+// client's shuffle takes it; what it sees cannot depend on where.
+//   - A write made by one is read by each after sync.
+//   - The leader killed: every client loses its connection (a follower
+//     without its leader closes its clients' connections), and comes back
+//     with its session, its ephemeral node and the data; writes resume.
+//   - The quorum lost (the leader and the server after it, as
+//     sim.FaultLoseQuorum picks them) for twice the session timeout:
+//     reads and writes fail with ErrNoServer (every server refuses or
+//     closes), nothing expires, and after it every client has its session
+//     and its ephemeral node, and writes again.
+func caseAnyServerSyncedReads(r *ensembleRun) {
+	cs := []int{r.dial(4*time.Second, allServers...), r.dial(4*time.Second, allServers...), r.dial(4*time.Second, allServers...)}
+	r.expect(cs[0], "create /any", "ok", createOp("/any", "1", 0))
+	r.expect(cs[0], "set /any 2", "ok", setOp("/any", "2"))
+	r.expect(cs[1], "create /any/a", "ok", createOp("/any/a", "", 0))
+	for _, c := range cs {
+		r.expect(c, "sync /any", "ok", syncOp("/any"))
+		r.expect(c, "get /any", `data="2"`, getOp("/any"))
+		r.expect(c, "children /any", `children=["a"]`, childrenOp("/any"))
+	}
+}
+
+func caseAnyServerLeaderKilled(r *ensembleRun) {
+	cs := []int{r.dial(4*time.Second, allServers...), r.dial(4*time.Second, allServers...)}
+	r.expect(cs[0], "create /anyk", "ok", createOp("/anyk", "v", 0))
+	for i, c := range cs {
+		p := fmt.Sprintf("/anyk/e%d", i)
+		r.expect(c, "create "+p+" ephemeral", "ok", createOp(p, "", zk.FlagEphemeral))
+	}
+	var before []recipes.Session
+	for _, c := range cs {
+		before = append(before, r.session(c))
+	}
+	old := r.leader()
+	r.crash(old, 10*time.Second) // down for the rest of the case on both backends
+	// Once the new leader leads, every connection made before (to a
+	// follower that had not yet noticed) has been closed again.
+	if now := r.leader(); now == old {
+		r.t.Errorf("s%d still leads after it was killed", now)
+	}
+	for i, c := range cs {
+		r.expect(c, "reconnected", "session kept=true", reconnectedOp(before[i]))
+	}
+	for _, c := range cs {
+		r.expect(c, "sync /anyk", "ok", syncOp("/anyk"))
+		r.expect(c, "children /anyk", `children=["e0" "e1"]`, childrenOp("/anyk"))
+		r.expect(c, "get /anyk", `data="v"`, getOp("/anyk"))
+	}
+	for i, c := range cs {
+		r.expect(c, "set /anyk", "ok", setOp("/anyk", fmt.Sprint(i)))
+	}
+}
+
+func caseAnyServerQuorumLost(r *ensembleRun) {
+	const timeout = 4 * time.Second
+	c := r.dial(timeout, allServers...)
+	r.expect(c, "create /anyq ephemeral", "ok", createOp("/anyq", "", zk.FlagEphemeral))
+	before := r.session(c)
+	l := r.leader()
+	r.crash(l, 2*timeout)
+	r.crash(l%3+1, 2*timeout)
+	r.expect(c, "sleep 1s", "ok", sleepOp(time.Second))
+	noServer := "err=" + zk.ErrNoServer.Error()
+	r.expect(c, "get /anyq without a quorum", noServer, getOp("/anyq"))
+	r.expect(c, "create /anyq-lost without a quorum", noServer, createOp("/anyq-lost", "", 0))
+	r.heal()
+	r.expect(c, "reconnected", "session kept=true", reconnectedOp(before))
+	r.expect(c, "exists /anyq", "exists=true", existsOp("/anyq"))
+	r.expect(c, "exists /anyq-lost", "exists=false", existsOp("/anyq-lost"))
+	r.expect(c, "create /anyq-after", "ok", createOp("/anyq-after", "", 0))
 }
 
 // followers are the servers other than leader, in number order.
@@ -302,6 +437,50 @@ func caseSyncedReads(r *ensembleRun) {
 	r.expect(readers[1], "create /sync/c through a follower", "ok", createOp("/sync/c", "", 0))
 	r.expect(readers[2], "sync /sync", "ok", syncOp("/sync"))
 	r.expect(readers[2], "children /sync", `children=["a" "b" "c"]`, childrenOp("/sync"))
+}
+
+// A follower lagging 1 s behind its leader (well under syncLimit, 2 s:
+// it stays in the quorum): a write acknowledged through the leader,
+// committed with the other follower, is not seen by a read on the
+// lagging follower, a stale read, every run; the other follower, after
+// sync, sees it. A sync on the lagging follower waits for the lag to
+// end, and the read after it is fresh (Programmer's Guide, "Consistency
+// Guarantees": sync, then read).
+func caseLaggingFollower(r *ensembleRun) {
+	const lag = time.Second
+	l := r.leader()
+	f := followers(l)
+	w := r.dial(4*time.Second, l)
+	slow := r.dial(4*time.Second, f[0])
+	other := r.dial(4*time.Second, f[1])
+	r.expect(w, "create /lag", "ok", createOp("/lag", "0", 0))
+	r.expect(slow, "sync /lag", "ok", syncOp("/lag"))
+	r.expect(slow, "get /lag", `data="0"`, getOp("/lag"))
+	var lagged time.Time
+	_ = r.b.Do(w, func(_ context.Context, c recipes.Conn) { lagged = c.Now() })
+	if err := r.b.Lag(f[0], lag); err != nil {
+		r.t.Fatal(err)
+	}
+	r.expect(w, "set /lag 1", "ok", setOp("/lag", "1"))
+	r.expect(w, "create /lag/k", "ok", createOp("/lag/k", "", 0))
+	// On the real ensemble the reads must land within the lag; a machine
+	// too loaded for that (a write taking most of a second) cannot judge.
+	withinLag := func(op func(context.Context, recipes.Conn) string) func(context.Context, recipes.Conn) string {
+		return func(ctx context.Context, c recipes.Conn) string {
+			got := op(ctx, c)
+			if took := c.Now().Sub(lagged); took >= lag*3/4 {
+				r.t.Skipf("the writes and the read took %v of the %v lag: too slow to judge", took, lag)
+			}
+			return got
+		}
+	}
+	r.expect(slow, "get /lag on the lagging follower", `data="0"`, withinLag(getOp("/lag")))
+	r.expect(slow, "children /lag on the lagging follower", `children=[]`, withinLag(childrenOp("/lag")))
+	r.expect(other, "sync /lag", "ok", syncOp("/lag"))
+	r.expect(other, "get /lag", `data="1"`, getOp("/lag"))
+	r.expect(slow, "sync /lag on the lagging follower", "ok", syncOp("/lag"))
+	r.expect(slow, "get /lag after sync", `data="1"`, getOp("/lag"))
+	r.expect(slow, "children /lag after sync", `children=["k"]`, childrenOp("/lag"))
 }
 
 // Watches live on, and are fired by, the client's own server as it
@@ -546,6 +725,56 @@ func caseLeaderKilled(r *ensembleRun) {
 	r.expect(w, "set /lk v2", "ok", setOp("/lk", "v2"))
 }
 
+// A write in flight when its leader dies, having reached no follower:
+// the leader is partitioned from the followers, logs and proposes a
+// create that cannot commit (no reply within 300 ms), and crashes. The
+// client sees its connection close (ErrConnectionClosed: the write is
+// indeterminate to it); the followers elect a new leader that never had
+// the proposal, and the write is discarded: not on the followers, and
+// not on the old leader either once it is back (it logged the proposal,
+// and the new leader truncates it: Zab, "Leader Activation"). Every
+// session survives.
+func caseWriteDiscarded(r *ensembleRun) {
+	l := r.leader()
+	f := followers(l)
+	o := r.dial(10*time.Second, f[0])
+	c := r.dial(30*time.Second, l)
+	r.expect(c, "create /dp", "ok", createOp("/dp", "", 0))
+	r.expect(o, "sync, children /dp", "children=[]", func(ctx context.Context, conn recipes.Conn) string {
+		if _, err := conn.Sync(ctx, "/dp"); err != nil {
+			return errText(err)
+		}
+		return childrenOp("/dp")(ctx, conn)
+	})
+	oBefore, cBefore := r.session(o), r.session(c)
+	if err := r.b.Partition(l, 1500*time.Millisecond); err != nil {
+		r.t.Fatal(err)
+	}
+	var inFlight string
+	wait := r.b.Start(c, func(ctx context.Context, conn recipes.Conn) { inFlight = createOp("/dp/lost", "", 0)(ctx, conn) })
+	r.expect(o, "sleep 300ms", "ok", sleepOp(300*time.Millisecond))
+	r.crash(l, time.Second)
+	if err := wait(); err != nil {
+		r.t.Fatalf("the write in flight: %v", err)
+	}
+	if want := "err=" + zk.ErrConnectionClosed.Error(); inFlight != want {
+		r.t.Errorf("c%d the write in flight when its leader crashed: %s, want %s", c, inFlight, want)
+	} else {
+		r.t.Logf("c%d the write in flight when its leader crashed: %s", c, inFlight)
+	}
+	if now := r.leader(); now == l {
+		r.t.Errorf("s%d still leads after it was killed", now)
+	}
+	r.expect(o, "reconnected", "session kept=true", reconnectedOp(oBefore))
+	r.expect(o, "sync /dp", "ok", syncOp("/dp"))
+	r.expect(o, "children /dp", "children=[]", childrenOp("/dp"))
+	r.heal()
+	r.expect(c, "reconnected to the old leader", "session kept=true", reconnectedOp(cBefore))
+	r.expect(c, "sync /dp", "ok", syncOp("/dp"))
+	r.expect(c, "children /dp on the old leader", "children=[]", childrenOp("/dp"))
+	r.expect(c, "create /dp/after", "ok", createOp("/dp/after", "", 0))
+}
+
 // The quorum lost and regained: the leader and the server after it (in
 // number order, as sim.FaultLoseQuorum picks them) crash; the survivor's
 // client cannot read or write (go-zookeeper: ErrNoServer, the survivor
@@ -582,9 +811,10 @@ type realEnsemble struct {
 	t *testing.T
 	e *zktest.Ensemble
 
-	mu      sync.Mutex
-	clients []*realEnsembleClient
-	crashed map[int]time.Time // server -> when Heal may restart it
+	mu          sync.Mutex
+	clients     []*realEnsembleClient
+	crashed     map[int]time.Time // server -> when Heal may restart it
+	partitioned map[int]time.Time // server -> when its partition ends
 }
 
 type realEnsembleClient struct {
@@ -593,7 +823,7 @@ type realEnsembleClient struct {
 }
 
 func newRealEnsemble(t *testing.T, e *zktest.Ensemble) *realEnsemble {
-	return &realEnsemble{t: t, e: e, crashed: map[int]time.Time{}}
+	return &realEnsemble{t: t, e: e, crashed: map[int]time.Time{}, partitioned: map[int]time.Time{}}
 }
 
 func (b *realEnsemble) Leader() (int, error) { return b.e.WaitLeader(90 * time.Second) }
@@ -657,6 +887,12 @@ func (b *realEnsemble) Crash(id int, d time.Duration) error {
 	if !b.e.Member(id).Running() {
 		return fmt.Errorf("s%d is not running", id)
 	}
+	b.mu.Lock()
+	partitioned := time.Now().Before(b.partitioned[id])
+	b.mu.Unlock()
+	if partitioned {
+		b.e.CutPeers(id) // what it sent into the partition dies with it
+	}
 	b.e.Kill(id)
 	b.mu.Lock()
 	b.crashed[id] = time.Now().Add(d)
@@ -669,8 +905,8 @@ func (b *realEnsemble) Heal() error {
 	crashed := b.crashed
 	b.crashed = map[int]time.Time{}
 	b.mu.Unlock()
-	for id, at := range crashed {
-		time.Sleep(time.Until(at))
+	for _, id := range slices.Sorted(maps.Keys(crashed)) {
+		time.Sleep(time.Until(crashed[id]))
 		if err := b.e.Restart(id); err != nil {
 			return err
 		}
@@ -682,6 +918,35 @@ func (b *realEnsemble) Heal() error {
 	}
 	_, err := b.e.WaitLeader(90 * time.Second)
 	return err
+}
+
+func (b *realEnsemble) Partition(id int, d time.Duration) error {
+	b.e.Lag(id, d)
+	b.mu.Lock()
+	b.partitioned[id] = time.Now().Add(d)
+	b.mu.Unlock()
+	return nil
+}
+
+func (b *realEnsemble) Start(c int, fn func(ctx context.Context, conn recipes.Conn)) func() error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = b.Do(c, fn)
+	}()
+	return func() error {
+		select {
+		case <-done:
+			return nil
+		case <-time.After(ensembleOpMax + time.Second):
+			return fmt.Errorf("still running after %v", ensembleOpMax)
+		}
+	}
+}
+
+func (b *realEnsemble) Lag(id int, d time.Duration) error {
+	b.e.Lag(id, d)
+	return nil
 }
 
 func (b *realEnsemble) Disconnect(c int, d time.Duration) error {
@@ -716,3 +981,109 @@ func (b *realEnsemble) Attach(c, id int) (func(), error) {
 	}
 	return func() { conn.Close() }, nil
 }
+
+// simEnsemble is the simulated backend: a world of three servers, each
+// client dialing every server (sim.ClientConfig has no connect string of
+// its own yet: Dial of fewer servers is errNotModelled), each step a task
+// of its client's process, the world run until it is done.
+type simEnsemble struct {
+	t        *testing.T
+	w        *sim.World
+	clients  []*sim.Client
+	crashEnd time.Duration // virtual time when the last crash ends
+}
+
+// simLeaderWaitMax bounds the wait for a leader in virtual time.
+const simLeaderWaitMax = time.Minute
+
+func newSimEnsemble(t *testing.T, seed uint64) *simEnsemble {
+	w := sim.New(sim.Config{Seed: seed, Servers: 3})
+	t.Cleanup(w.Close)
+	return &simEnsemble{t: t, w: w}
+}
+
+func (b *simEnsemble) Leader() (int, error) {
+	for waited := time.Duration(0); b.w.Leader() == 0; waited += 50 * time.Millisecond {
+		if waited > simLeaderWaitMax {
+			return 0, fmt.Errorf("no leader within %v of virtual time", simLeaderWaitMax)
+		}
+		if err := b.w.RunFor(50 * time.Millisecond); err != nil {
+			return 0, err
+		}
+	}
+	return b.w.Leader(), nil
+}
+
+func (b *simEnsemble) Dial(servers []int, sessionTimeout time.Duration) (int, error) {
+	if !slices.Equal(slices.Sorted(slices.Values(servers)), allServers) {
+		return 0, errNotModelled
+	}
+	c, err := b.w.NewClient(sim.ClientConfig{SessionTimeout: sessionTimeout})
+	if err != nil {
+		return 0, err
+	}
+	b.clients = append(b.clients, c)
+	b.w.Go(c, "connect", func(ctx context.Context) {
+		s := c.Session()
+		for !s.Connected() {
+			var err error
+			if s, err = c.WaitSession(ctx, s); err != nil {
+				return
+			}
+		}
+	})
+	if err := b.w.Run(); err != nil {
+		return 0, err
+	}
+	if !c.Session().Connected() {
+		return 0, fmt.Errorf("c%d has no session", len(b.clients))
+	}
+	return len(b.clients), nil
+}
+
+func (b *simEnsemble) Do(c int, fn func(ctx context.Context, conn recipes.Conn)) error {
+	client := b.clients[c-1]
+	b.w.Go(client, fmt.Sprintf("c%d step", c), func(ctx context.Context) { fn(ctx, client) })
+	return b.w.Run()
+}
+
+func (b *simEnsemble) Start(c int, fn func(ctx context.Context, conn recipes.Conn)) func() error {
+	client := b.clients[c-1]
+	b.w.Go(client, fmt.Sprintf("c%d step", c), func(ctx context.Context) { fn(ctx, client) })
+	return b.w.Run
+}
+
+func (b *simEnsemble) ServerOf(int) int { return 0 } // not told by sim.Client
+
+func (b *simEnsemble) Crash(id int, d time.Duration) error {
+	b.crashEnd = max(b.crashEnd, b.w.Now()+d)
+	return b.w.Inject(sim.Fault{Kind: sim.FaultServerCrash, Server: id, Duration: d})
+}
+
+func (b *simEnsemble) Heal() error {
+	if wait := b.crashEnd - b.w.Now(); wait > 0 {
+		if err := b.w.RunFor(wait); err != nil {
+			return err
+		}
+	}
+	_, err := b.Leader()
+	return err
+}
+
+func (b *simEnsemble) Lag(id int, d time.Duration) error {
+	return b.w.Inject(sim.Fault{Kind: sim.FaultLag, Server: id, Duration: d})
+}
+
+func (b *simEnsemble) Partition(id int, d time.Duration) error {
+	return b.w.Inject(sim.Fault{Kind: sim.FaultServerPartition, Server: id, Duration: d})
+}
+
+func (b *simEnsemble) Disconnect(c int, d time.Duration) error {
+	return b.w.Inject(sim.Fault{Kind: sim.FaultDisconnect, Client: b.clients[c-1].Number(), Duration: d})
+}
+
+func (b *simEnsemble) Silence(c int) error {
+	return b.w.Inject(sim.Fault{Kind: sim.FaultPartition, Client: b.clients[c-1].Number(), Duration: 24 * time.Hour})
+}
+
+func (b *simEnsemble) Attach(int, int) (func(), error) { return nil, errNotModelled }

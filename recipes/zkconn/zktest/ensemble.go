@@ -62,14 +62,16 @@ var ensembleJVMFlags = []string{
 //
 // Isolating a server: client traffic goes through a Proxy per server when
 // the client dials with Dialer (Member.Proxy's Refuse, Blackhole, Kill...).
-// Peer traffic (election and quorum ports) is not proxied: a server is
-// isolated from its peers by Pause (SIGSTOP: it neither answers nor
-// closes anything, as in a partition, until Resume) or taken away by
-// Kill or Stop. Partitioning two live servers from each other would need
-// network namespaces or per-pair proxies in per-server configs; it is not
-// done here.
+// Peer traffic (election and quorum ports) goes through a link per pair
+// of servers (ensemble_peers.go): Lag holds a follower's traffic with the
+// others, and its reads grow stale. A server is isolated from its peers
+// and clients alike by Pause (SIGSTOP: it neither answers nor closes
+// anything, as in a partition, until Resume) or taken away by Kill or
+// Stop.
 type Ensemble struct {
 	Members []*Member // Members[i-1] is server i
+
+	links []peerPair // server from's links to server to (ensemble_peers.go)
 
 	t   testing.TB
 	dir string
@@ -161,8 +163,13 @@ func startEnsembleAttempts(t testing.TB, dir string, n int) (*Ensemble, error) {
 
 // startEnsemble starts n servers under dir; on an error every process it
 // started is stopped. The caller closes the ensemble.
-func startEnsemble(t testing.TB, dir string, n int) (*Ensemble, error) {
+func startEnsemble(t testing.TB, dir string, n int) (_ *Ensemble, err error) {
 	e := &Ensemble{t: t, dir: dir}
+	defer func() {
+		if err != nil {
+			e.close()
+		}
+	}()
 	type ports struct{ client, quorum, election int }
 	all := make([]ports, n)
 	for i := range n {
@@ -175,12 +182,30 @@ func startEnsemble(t testing.TB, dir string, n int) (*Ensemble, error) {
 			*p = port
 		}
 	}
-	var servers []string
-	for i := range n {
-		servers = append(servers, fmt.Sprintf("server.%d=%s:%d:%d", i+1, ensembleHost(i+1), all[i].quorum, all[i].election))
+	// Server i names itself by its own address and server j by its link
+	// to j (ensemble_peers.go), which Lag can hold.
+	for from := 1; from <= n; from++ {
+		for to := 1; to <= n; to++ {
+			if from == to {
+				continue
+			}
+			p, err := startPeerLinks(from, to, all[to-1].quorum, all[to-1].election)
+			if err != nil {
+				return nil, err
+			}
+			e.links = append(e.links, p)
+		}
 	}
 	for i := range n {
 		id := i + 1
+		var servers []string
+		for j := range n {
+			host := ensembleHost(j + 1)
+			if j != i {
+				host = peerHost(id, j+1)
+			}
+			servers = append(servers, fmt.Sprintf("server.%d=%s:%d:%d", j+1, host, all[j].quorum, all[j].election))
+		}
 		m := &Member{ID: id, Addr: net.JoinHostPort(ensembleHost(id), fmt.Sprint(all[i].client)), dir: filepath.Join(dir, fmt.Sprintf("s%d", id))}
 		data := filepath.Join(m.dir, "data")
 		if err := os.MkdirAll(data, 0o755); err != nil {
@@ -210,22 +235,18 @@ func startEnsemble(t testing.TB, dir string, n int) (*Ensemble, error) {
 	}
 	for _, m := range e.Members {
 		if err := m.launch(); err != nil {
-			e.stopAll()
 			return nil, err
 		}
 	}
 	if err := e.waitServing(e.all(), ensembleStartTimeoutMax); err != nil {
-		e.stopAll()
 		return nil, err
 	}
 	if _, err := e.WaitLeader(ensembleStartTimeoutMax); err != nil {
-		e.stopAll()
 		return nil, err
 	}
 	for _, m := range e.Members {
 		p, err := StartProxy(m.Addr)
 		if err != nil {
-			e.close()
 			return nil, err
 		}
 		m.Proxy = p
@@ -233,7 +254,8 @@ func startEnsemble(t testing.TB, dir string, n int) (*Ensemble, error) {
 	return e, nil
 }
 
-// close stops every server and closes the members' proxies.
+// close stops every server and closes the members' proxies and the
+// peer links.
 func (e *Ensemble) close() {
 	e.stopAll()
 	for _, m := range e.Members {
@@ -241,6 +263,10 @@ func (e *Ensemble) close() {
 			m.Proxy.Close()
 		}
 	}
+	for _, l := range e.links {
+		l.close()
+	}
+	e.links = nil
 }
 
 func ensembleHost(id int) string { return fmt.Sprintf("127.0.0.%d", ensembleHostBase+id) }

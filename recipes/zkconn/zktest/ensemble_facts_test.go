@@ -23,8 +23,9 @@
 //     sent while it was paused, stale in 3 of 10 and 1 of 10 rounds; sent
 //     right after SIGCONT, in 0 of 5, 1 of 5 and 0 of 10. A real stale
 //     read, but a race (the follower's learner thread against its request
-//     pipeline), not reproducible on a real server without partitioning
-//     peer traffic.
+//     pipeline). Holding the follower's peer traffic instead (Ensemble.Lag)
+//     makes it the same every run: sim/difftest's
+//     StaleReadOnALaggingFollower.
 //   - A client whose lastZxidSeen is ahead of the server: the server
 //     closes the connection without any ConnectResponse (EOF); at the
 //     server's own zxid the same server grants a session.
