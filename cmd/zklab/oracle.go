@@ -508,6 +508,16 @@ func (x *crossCheck) ConnClosed(at time.Time, c wire.ConnInfo, reason string) {
 // teeObserver tells two observers everything, in order.
 type teeObserver struct{ a, b wire.Observer }
 
+var _ wire.FaultObserver = teeObserver{}
+
+func (t teeObserver) FaultInjected(at time.Time, f wire.Fault) {
+	for _, o := range []wire.Observer{t.a, t.b} {
+		if fo, ok := o.(wire.FaultObserver); ok {
+			fo.FaultInjected(at, f)
+		}
+	}
+}
+
 func (t teeObserver) ConnOpened(at time.Time, c wire.ConnInfo) {
 	t.a.ConnOpened(at, c)
 	t.b.ConnOpened(at, c)
