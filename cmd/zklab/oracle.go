@@ -103,6 +103,7 @@ type oracleRequest struct {
 type oracleConn struct {
 	nc        net.Conn
 	ops       map[int32]sim.OpCode // by xid: the requests sent and not answered
+	pings     int                  // pings sent and not answered (all of xid -2)
 	events    []zk.Event           // the oracle's events not yet matched
 	simEvents []zk.Event           // zklab's events not yet matched
 	session   int64                // zklab's session id
@@ -349,7 +350,25 @@ func (x *crossCheck) matchEvents(conn sim.ConnID, oc *oracleConn) {
 // RequestReceived sends the request to the oracle once the one before
 // was answered; it does not wait for this one's answer (settle does,
 // before the next).
+//
+// A ping goes at once, and its replies are not compared: it changes
+// nothing, it only keeps the oracle's session alive, and waiting for the
+// oracle before it would hold the server's lock, and with it the sending
+// of the replies zklab already queued (a client pings when a reply is
+// slow to come: a 20 MB listing's).
 func (x *crossCheck) RequestReceived(at time.Time, conn sim.ConnID, session int64, req sim.Request) {
+	if req.Op == sim.OpPing {
+		x.mu.Lock()
+		oc := x.conns[conn]
+		if oc != nil {
+			oc.pings++
+		}
+		x.mu.Unlock()
+		if oc != nil {
+			oc.nc.Write(wire.AppendRequest(nil, req)) // an error shows on the next request
+		}
+		return
+	}
 	x.settle()
 	x.mu.Lock()
 	oc := x.conns[conn]
@@ -382,6 +401,11 @@ func (x *crossCheck) RequestReceived(at time.Time, conn sim.ConnID, session int6
 // flight, if this is its answer, is settled.
 func (x *crossCheck) oracleReplied(conn sim.ConnID, oc *oracleConn, xid int32, body []byte) {
 	x.mu.Lock()
+	if xid == wire.XidPing && oc.pings > 0 {
+		oc.pings-- // a ping's answer, not compared
+		x.mu.Unlock()
+		return
+	}
 	op, known := oc.ops[xid]
 	delete(oc.ops, xid)
 	x.mu.Unlock()
@@ -411,6 +435,9 @@ func (x *crossCheck) oracleReplied(conn sim.ConnID, oc *oracleConn, xid int32, b
 // ReplySent meets zklab's reply with the oracle's, or leaves it for the
 // oracle's to meet.
 func (x *crossCheck) ReplySent(at time.Time, conn sim.ConnID, session int64, op sim.OpCode, resp sim.Response) {
+	if op == sim.OpPing {
+		return
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	o, ok := x.pending[conn]
