@@ -146,11 +146,23 @@ func TestYardstickGoZookeeperSuite(t *testing.T) {
 }
 
 // goZookeeperCrossCheckGaps are tests that pass against zklab serve and
-// fail under the cross-check, with why. (None today:
-// TestIntegration_Children, whose 20 MB listing outlasted its client's
-// 6.7 s read timeout while the checker waited for the oracle's answer
-// before zklab's reply went out, passes since the checker waits for it
-// before the next request instead; see crossCheck in oracle.go.)
+// fail under the cross-check, with why. None today.
+//
+// TestIntegration_Children (10,000 creates of 2,000-byte names, then a
+// 20 MB getChildren) failed under the check with "Children returned
+// error: zk: connection closed": go-zookeeper's read timeout is two thirds
+// of the negotiated session timeout (10 s for the suite's servers: 6.7 s),
+// and the checker held the server's lock while it waited for the
+// oracle's 20 MB answer and then encoded, decoded and compared both,
+// before zklab's own reply could go out; the client's ping behind it
+// waited for the oracle too. The checker now waits for the oracle before
+// the next request instead of before zklab's reply, and sends pings at
+// once (crossCheck in oracle.go; TestCrossCheckRepliesBeforeTheOracleAnswers).
+// What remains is the CPU: on an oversubscribed machine (a load average
+// of 30 on 2 cores) the oracle's JVM and the comparison compete with zklab
+// for the cores, and this test, like the suite's others that wait on a
+// JVM (IfAuthdataSurvivesReconnect, MultiFailures), can still time out.
+// ZKLAB_XCHK_GOZK=1 runs the suite: run it on a machine of its own.
 var goZookeeperCrossCheckGaps = map[string]string{}
 
 // go-zookeeper's integration suite against zklab serve --oracle, each
