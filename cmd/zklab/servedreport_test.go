@@ -252,3 +252,29 @@ func TestRunHistoryBadInput(t *testing.T) {
 		t.Error("bad input wrote a report")
 	}
 }
+
+// A served history that no linearizable ZooKeeper could have given (s3
+// reads data /app never held) is drawn with check-history's verdict: FAIL,
+// exit 1.
+func TestRunHistoryReportOfAViolation(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "served", "faults.history"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	const getData = `"kind":"reply","conn":5,"session":"0x1a20af43ee80002","xid":3,"op":"getData",`
+	if !strings.Contains(lines[35], getData) {
+		t.Fatalf("line 36 is not s3's getData reply: %s", lines[35])
+	}
+	lines[35] = strings.Replace(lines[35], getData, getData+`"data":"bmV2ZXIgd3JpdHRlbg==",`, 1)
+	path := filepath.Join(t.TempDir(), "tampered.history")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, html := htmlOf(t, 1, "run", "--history", path)
+	for _, want := range []string{`id="zklab-badge">FAIL</span>zk-linearizable found a violation`, "znode operations: NOT linearizable"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
+}
