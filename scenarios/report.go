@@ -40,6 +40,38 @@ type Report struct {
 	// Election is set when the clients campaign for leadership
 	// (Scenario.Election): a hold is then a term, and a wait a campaign.
 	Election bool
+
+	// A served history (`zklab serve --history`: a real client's run on
+	// the simulated server) fills the rest. Its lanes are sessions, not
+	// clients of a workload; its requests are spans from the request to
+	// its reply (a simulated run shows its requests and replies as the
+	// trace's send and recv events instead).
+	//
+	// Lanes names the lanes 1..Clients; empty for c1, c2, ...
+	Lanes []string
+	// Requests are the served requests, each with its reply or none.
+	Requests []RequestSpan
+}
+
+// RequestSpan is one request of a served history, from its arrival
+// (step From) to its reply (step To), or, if no reply was sent, to the end
+// of the history.
+type RequestSpan struct {
+	Client           int // the lane: the request's session
+	From, To         uint64
+	FromTime, ToTime time.Duration
+	Op, Path         string
+	// Err is the reply's error name ("" for OK).
+	Err string
+	// Answered is false for a request no reply was sent for: its
+	// connection closed first, or a fault lost the reply.
+	Answered bool
+	// Ambiguous is set for an unanswered write: it may or may not have
+	// been applied, and its client cannot tell (a read that never
+	// answered changed nothing).
+	Ambiguous bool
+	// Text says it all, for a tooltip: the request and its reply.
+	Text string
 }
 
 // Hold is a stretch of steps in which a client believed it held the lock:

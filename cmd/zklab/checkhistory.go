@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -8,7 +9,6 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/zklab/zklab/model"
-	"github.com/zklab/zklab/sim/wire"
 )
 
 func init() {
@@ -23,7 +23,9 @@ and the same ops inside successful multis) against the znode model with
 porcupine: every reply must be one a linearizable ZooKeeper could give.
 Exit 0 if the history is linearizable, 1 if it is not (with --html, the
 porcupine visualization is written), 2 for bad input or a check that ran
-out of time.
+out of time. To see the whole run drawn (sessions, requests and their
+replies, faults, watch events) with this verdict, use
+'zklab run --history HISTORY --html OUT'.
 
 Flags:
 `,
@@ -43,30 +45,25 @@ func runCheckHistory(args []string, stdout, stderr io.Writer) error {
 		return usagef("want one HISTORY file, got %d arguments", fs.NArg())
 	}
 	path := fs.Arg(0)
-	f, err := os.Open(path)
+	records, err := readServedHistory(path)
 	if err != nil {
-		return usagef("%v", err)
+		return err
 	}
-	defer f.Close()
-	records, err := wire.ReadHistory(path, f)
-	if err != nil {
-		return usagef("%v", err)
-	}
-	res, info, n := model.CheckServed(records, *timeout)
-	switch res {
+	v := checkServed(path, records, *timeout)
+	switch v.result {
 	case porcupine.Ok:
-		fmt.Fprintf(stdout, "%s: %d records, %d znode operations: linearizable\n", path, len(records), n)
+		fmt.Fprintln(stdout, v.line)
 		return nil
 	case porcupine.Unknown:
-		return fmt.Errorf("%s: the check ran out of time after %v (%d znode operations)", path, *timeout, n)
+		return errors.New(v.line)
 	}
-	fmt.Fprintf(stdout, "%s: %d records, %d znode operations: NOT linearizable\n", path, len(records), n)
+	fmt.Fprintln(stdout, v.line)
 	if *html != "" {
 		out, err := os.Create(*html)
 		if err != nil {
 			return err
 		}
-		if err := porcupine.Visualize(model.Znode(), info, out); err != nil {
+		if err := porcupine.Visualize(model.Znode(), v.info, out); err != nil {
 			out.Close()
 			return err
 		}

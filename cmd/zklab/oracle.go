@@ -31,6 +31,19 @@ import (
 // before (the checker runs under the wire server's lock), which makes the
 // order the same on both; it is slow, and meant to be.
 //
+// But it does not make zklab's own replies slow: a request is sent to the
+// oracle as zklab receives it, and the oracle's answer is waited for only
+// before the next thing is sent to the oracle (a request, a handshake, an
+// expiry, a close), not before zklab's reply goes out; the two replies are
+// compared when both are there. Waiting before zklab answered would add
+// the oracle's whole latency to each reply's: a client's read timeout
+// (go-zookeeper's is two thirds of the session timeout, 6.7 s for its
+// suite's 10 s sessions) then runs out on a big reply, as go-zookeeper's
+// TestIntegration_Children's 20 MB listing of 10,000 names did on a loaded
+// machine (its client saw "connection closed" while the checker waited on
+// the oracle's 20 MB answer and then encoded, decoded and compared both
+// under the server's lock).
+//
 // What is compared, and how:
 //   - error codes, paths, data, children (in order), ACLs, multi results,
 //     getEphemerals, getAllChildrenNumber, whoAmI, and Stat's version,
@@ -59,8 +72,13 @@ type crossCheck struct {
 	oracleToSim map[int64]int64
 	zxidToOr    map[int64]int64
 	zxidToSim   map[int64]int64
-	lastOracle  int64 // the largest oracle zxid seen
-	pending     map[sim.ConnID]sim.Response
+	lastOracle  int64                       // the largest oracle zxid seen
+	pending     map[sim.ConnID]sim.Response // the oracle's replies zklab's are yet to meet
+	simPending  map[sim.ConnID]sim.Response // zklab's replies the oracle's are yet to meet
+	// inflight is the last request sent to the oracle; done is closed when
+	// its answer came (or its connection ended). Nothing more goes to the
+	// oracle before.
+	inflight    *oracleRequest
 	compared    int64 // replies
 	events      int64 // watch events matched
 	differences int64
@@ -72,14 +90,23 @@ type oracleSession struct {
 	passwd []byte
 }
 
+// oracleRequest is a request sent to the oracle and not yet settled.
+type oracleRequest struct {
+	conn    sim.ConnID
+	oc      *oracleConn
+	session int64
+	req     sim.Request
+	done    chan struct{}
+}
+
 // oracleConn is the oracle's side of one client connection.
 type oracleConn struct {
 	nc        net.Conn
-	ops       map[int32]sim.OpCode
-	replies   chan []byte // reply frames, in order
-	events    []zk.Event  // the oracle's events not yet matched
-	simEvents []zk.Event  // zklab's events not yet matched
-	session   int64       // zklab's session id
+	ops       map[int32]sim.OpCode // by xid: the requests sent and not answered
+	pings     int                  // pings sent and not answered (all of xid -2)
+	events    []zk.Event           // the oracle's events not yet matched
+	simEvents []zk.Event           // zklab's events not yet matched
+	session   int64                // zklab's session id
 }
 
 // differenceBytesMax cuts a reported difference short (paths of
@@ -107,7 +134,7 @@ func dialOracle(addr string) (*crossCheck, error) {
 	return &crossCheck{
 		addr: addr, conns: map[sim.ConnID]*oracleConn{}, sessions: map[int64]oracleSession{},
 		oracleToSim: map[int64]int64{}, zxidToOr: map[int64]int64{}, zxidToSim: map[int64]int64{},
-		pending: map[sim.ConnID]sim.Response{},
+		pending: map[sim.ConnID]sim.Response{}, simPending: map[sim.ConnID]sim.Response{},
 	}, nil
 }
 
@@ -136,8 +163,10 @@ func (s crossCheckSummary) String() string {
 	return fmt.Sprintf("%d replies and %d watch events compared, %d differences", s.Replies, s.Events, s.Differences)
 }
 
-// Summary is the checker's tally so far.
+// Summary is the checker's tally so far, the last request's answer
+// waited for.
 func (x *crossCheck) Summary() crossCheckSummary {
+	x.settle()
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return crossCheckSummary{x.compared, x.events, x.differences, slices.Clone(x.first)}
@@ -176,7 +205,34 @@ func (x *crossCheck) ConnRefused(time.Time, string, string)              {}
 func (x *crossCheck) SessionCreated(time.Time, sim.ConnID, int64, int32) {}
 func (x *crossCheck) SessionClosed(time.Time, int64)                     {}
 
+// settle waits for the oracle's answer to the request in flight, if any,
+// for at most oracleWait: nothing may reach the oracle before it applied
+// what came before.
+func (x *crossCheck) settle() {
+	x.mu.Lock()
+	in := x.inflight
+	x.mu.Unlock()
+	if in == nil {
+		return
+	}
+	select {
+	case <-in.done:
+	case <-time.After(oracleWait):
+		x.mu.Lock()
+		if x.inflight == in {
+			x.differ("conn %d session 0x%x: xid %d %v %s: no reply from the oracle in %v", in.conn, in.session, in.req.Xid, in.req.Op, in.req.Path, oracleWait)
+		}
+		x.mu.Unlock()
+	}
+	x.mu.Lock()
+	if x.inflight == in {
+		x.inflight = nil
+	}
+	x.mu.Unlock()
+}
+
 func (x *crossCheck) Handshake(at time.Time, conn sim.ConnID, req wire.ConnectRequest, resp sim.ConnectResponse) {
+	x.settle()
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	oreq := req
@@ -224,7 +280,7 @@ func (x *crossCheck) Handshake(at time.Time, conn sim.ConnID, req wire.ConnectRe
 	} else if o := x.sessions[resp.SessionID]; o.id != oresp.SessionID {
 		x.differ("conn %d: session 0x%x resumed as the oracle's 0x%x, paired with 0x%x", conn, resp.SessionID, oresp.SessionID, o.id)
 	}
-	oc := &oracleConn{nc: nc, ops: map[int32]sim.OpCode{}, replies: make(chan []byte, 16), session: resp.SessionID}
+	oc := &oracleConn{nc: nc, ops: map[int32]sim.OpCode{}, session: resp.SessionID}
 	x.conns[conn] = oc
 	go x.readOracle(conn, oc, r)
 }
@@ -243,10 +299,19 @@ func readFrame(r *bufio.Reader) ([]byte, error) {
 	return body, err
 }
 
-// readOracle reads the oracle's frames: replies go to the waiting
-// request, events are matched with zklab's.
+// readOracle reads the oracle's frames: a reply is met with zklab's (or
+// waits for it) and settles the request in flight; events are matched
+// with zklab's. When the connection ends, a request in flight on it is
+// settled: no answer will come.
 func (x *crossCheck) readOracle(conn sim.ConnID, oc *oracleConn, r *bufio.Reader) {
-	defer close(oc.replies)
+	defer func() {
+		x.mu.Lock()
+		if in := x.inflight; in != nil && in.oc == oc {
+			x.inflight = nil
+			close(in.done)
+		}
+		x.mu.Unlock()
+	}()
 	for {
 		body, err := readFrame(r)
 		if err != nil {
@@ -257,7 +322,7 @@ func (x *crossCheck) readOracle(conn sim.ConnID, oc *oracleConn, r *bufio.Reader
 			return
 		}
 		if h.Xid != -1 {
-			oc.replies <- body
+			x.oracleReplied(conn, oc, h.Xid, body)
 			continue
 		}
 		ev, err := wire.DecodeEvent(body)
@@ -282,7 +347,29 @@ func (x *crossCheck) matchEvents(conn sim.ConnID, oc *oracleConn) {
 	}
 }
 
+// RequestReceived sends the request to the oracle once the one before
+// was answered; it does not wait for this one's answer (settle does,
+// before the next).
+//
+// A ping goes at once, and its replies are not compared: it changes
+// nothing, it only keeps the oracle's session alive, and waiting for the
+// oracle before it would hold the server's lock, and with it the sending
+// of the replies zklab already queued (a client pings when a reply is
+// slow to come: a 20 MB listing's).
 func (x *crossCheck) RequestReceived(at time.Time, conn sim.ConnID, session int64, req sim.Request) {
+	if req.Op == sim.OpPing {
+		x.mu.Lock()
+		oc := x.conns[conn]
+		if oc != nil {
+			oc.pings++
+		}
+		x.mu.Unlock()
+		if oc != nil {
+			oc.nc.Write(wire.AppendRequest(nil, req)) // an error shows on the next request
+		}
+		return
+	}
+	x.settle()
 	x.mu.Lock()
 	oc := x.conns[conn]
 	if oc == nil {
@@ -294,43 +381,78 @@ func (x *crossCheck) RequestReceived(at time.Time, conn sim.ConnID, session int6
 		oreq.RelativeZxid = x.oracleZxid(req.RelativeZxid)
 	}
 	oc.ops[req.Xid] = req.Op
+	delete(x.simPending, conn)
+	in := &oracleRequest{conn: conn, oc: oc, session: session, req: req, done: make(chan struct{})}
+	x.inflight = in
 	x.mu.Unlock()
-	// The oracle's reader takes x.mu for events: wait for the reply
-	// without it.
 	if _, err := oc.nc.Write(wire.AppendRequest(nil, oreq)); err != nil {
 		x.mu.Lock()
 		x.differ("conn %d session 0x%x: xid %d %v %s: the oracle: %v", conn, session, req.Xid, req.Op, req.Path, err)
+		if x.inflight == in {
+			x.inflight = nil
+			close(in.done)
+		}
+		x.mu.Unlock()
+	}
+}
+
+// oracleReplied takes the oracle's reply to xid on a connection: it is
+// compared with zklab's if that was sent, or waits for it; the request in
+// flight, if this is its answer, is settled.
+func (x *crossCheck) oracleReplied(conn sim.ConnID, oc *oracleConn, xid int32, body []byte) {
+	x.mu.Lock()
+	if xid == wire.XidPing && oc.pings > 0 {
+		oc.pings-- // a ping's answer, not compared
 		x.mu.Unlock()
 		return
 	}
-	var body []byte
-	ok := false
-	select {
-	case body, ok = <-oc.replies:
-	case <-time.After(oracleWait):
+	op, known := oc.ops[xid]
+	delete(oc.ops, xid)
+	x.mu.Unlock()
+	var resp sim.Response
+	var err error
+	if known {
+		resp, err = wire.DecodeReply(op, body) // 20 MB for a big listing: not under x.mu
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if !ok {
-		x.differ("conn %d session 0x%x: xid %d %v %s: no reply from the oracle", conn, session, req.Xid, req.Op, req.Path)
+	if in := x.inflight; in != nil && in.oc == oc && in.req.Xid == xid {
+		x.inflight = nil
+		close(in.done)
+	}
+	if !known || err != nil || resp.Xid != xid {
+		x.differ("conn %d session 0x%x: the oracle's reply to xid %d (op known: %v): %v", conn, oc.session, xid, known, err)
 		return
 	}
-	resp, err := wire.DecodeReply(req.Op, body)
-	if err != nil || resp.Xid != req.Xid {
-		x.differ("conn %d session 0x%x: xid %d %v %s: the oracle's reply (xid %d): %v", conn, session, req.Xid, req.Op, req.Path, resp.Xid, err)
+	if s, ok := x.simPending[conn]; ok && s.Xid == xid {
+		delete(x.simPending, conn)
+		x.compareLocked(conn, oc.session, op, s, resp)
 		return
 	}
 	x.pending[conn] = resp
 }
 
+// ReplySent meets zklab's reply with the oracle's, or leaves it for the
+// oracle's to meet.
 func (x *crossCheck) ReplySent(at time.Time, conn sim.ConnID, session int64, op sim.OpCode, resp sim.Response) {
+	if op == sim.OpPing {
+		return
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	o, ok := x.pending[conn]
 	if !ok || o.Xid != resp.Xid {
+		if in := x.inflight; in != nil && in.conn == conn && in.req.Xid == resp.Xid {
+			x.simPending[conn] = resp
+		}
 		return
 	}
 	delete(x.pending, conn)
+	x.compareLocked(conn, session, op, resp, o)
+}
+
+// compareLocked compares zklab's reply resp with the oracle's o.
+func (x *crossCheck) compareLocked(conn sim.ConnID, session int64, op sim.OpCode, resp, o sim.Response) {
 	x.compared++
 	what := fmt.Sprintf("conn %d session 0x%x: xid %d %v", conn, session, resp.Xid, op)
 	// Compare what the client sees: the simulated server's reply as the
@@ -456,6 +578,7 @@ func (x *crossCheck) WatchEventSent(at time.Time, conn sim.ConnID, session int64
 // API); the oracle's copy is closed at once, at the same point of the
 // order, so that both trees lose its ephemerals together.
 func (x *crossCheck) SessionExpired(at time.Time, session int64) {
+	x.settle()
 	x.mu.Lock()
 	o, ok := x.sessions[session]
 	x.mu.Unlock()
@@ -476,6 +599,16 @@ const eventsSettleWait = 500 * time.Millisecond
 
 func (x *crossCheck) ConnClosed(at time.Time, c wire.ConnInfo, reason string) {
 	x.mu.Lock()
+	if x.report != nil && x.conns[c.ID] != nil {
+		// A tally at each close, before waiting for the oracle: a harness
+		// may kill the server (SIGKILL) as soon as its client has closed,
+		// before it can print its summary, and zklab's answer to the
+		// closeSession goes out before the oracle's comes.
+		fmt.Fprintf(x.report, "zklab serve: cross-check: so far %d replies and %d watch events compared, %d differences\n", x.compared, x.events, x.differences)
+	}
+	x.mu.Unlock()
+	x.settle()
+	x.mu.Lock()
 	oc := x.conns[c.ID]
 	if oc == nil {
 		x.mu.Unlock()
@@ -483,6 +616,7 @@ func (x *crossCheck) ConnClosed(at time.Time, c wire.ConnInfo, reason string) {
 	}
 	delete(x.conns, c.ID)
 	delete(x.pending, c.ID)
+	delete(x.simPending, c.ID)
 	deadline := time.Now().Add(eventsSettleWait)
 	for len(oc.simEvents) > len(oc.events) && time.Now().Before(deadline) {
 		x.mu.Unlock()
@@ -496,17 +630,22 @@ func (x *crossCheck) ConnClosed(at time.Time, c wire.ConnInfo, reason string) {
 	for _, ev := range oc.events {
 		x.differ("conn %d session 0x%x: watch event %v %s from ZooKeeper only", c.ID, oc.session, ev.Type, ev.Path)
 	}
-	if x.report != nil {
-		// A tally at each close: a harness may kill the server (SIGKILL)
-		// before it can print its summary.
-		fmt.Fprintf(x.report, "zklab serve: cross-check: so far %d replies and %d watch events compared, %d differences\n", x.compared, x.events, x.differences)
-	}
 	x.mu.Unlock()
 	oc.nc.Close()
 }
 
 // teeObserver tells two observers everything, in order.
 type teeObserver struct{ a, b wire.Observer }
+
+var _ wire.FaultObserver = teeObserver{}
+
+func (t teeObserver) FaultInjected(at time.Time, f wire.Fault) {
+	for _, o := range []wire.Observer{t.a, t.b} {
+		if fo, ok := o.(wire.FaultObserver); ok {
+			fo.FaultInjected(at, f)
+		}
+	}
+}
 
 func (t teeObserver) ConnOpened(at time.Time, c wire.ConnInfo) {
 	t.a.ConnOpened(at, c)

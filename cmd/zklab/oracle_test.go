@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/binary"
+	"io"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -144,5 +148,102 @@ func TestCrossCheckReportsADifference(t *testing.T) {
 	sum := srv.check.Summary()
 	if sum.Differences == 0 || !strings.Contains(report.String(), "create: error: zklab OK, ZooKeeper NODEEXISTS") {
 		t.Fatalf("%v, report %q; want the create's error reported", sum, report.String())
+	}
+}
+
+// heldOracle is a proxy in front of a real ZooKeeper that holds the
+// server's frames after each connection's handshake answer until release:
+// an oracle as slow as a test wants.
+type heldOracle struct {
+	addr    string
+	mu      sync.Mutex
+	held    bool
+	release *sync.Cond
+}
+
+func startHeldOracle(t *testing.T, real string) *heldOracle {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	h := &heldOracle{addr: ln.Addr().String()}
+	h.release = sync.NewCond(&h.mu)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", real)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			go func() { io.Copy(s, c); s.Close() }()
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(s)
+				for n := 0; ; n++ {
+					var prefix [4]byte
+					if _, err := io.ReadFull(r, prefix[:]); err != nil {
+						return
+					}
+					frame := make([]byte, 4+binary.BigEndian.Uint32(prefix[:]))
+					copy(frame, prefix[:])
+					if _, err := io.ReadFull(r, frame[4:]); err != nil {
+						return
+					}
+					h.mu.Lock()
+					for h.held && n > 0 { // the handshake's answer (or a 4lw's) goes through
+						h.release.Wait()
+					}
+					h.mu.Unlock()
+					if _, err := c.Write(frame); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return h
+}
+
+func (h *heldOracle) hold(held bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.held = held
+	h.release.Broadcast()
+}
+
+// zklab's reply does not wait for the oracle's: a client gets its answer
+// while the oracle's is held back, and the two are compared when the
+// oracle's comes. (A checker that waited would add the oracle's whole
+// latency to every reply: go-zookeeper's 20 MB listing outlasted its
+// client's read timeout so.) The next request waits for the oracle.
+func TestCrossCheckRepliesBeforeTheOracleAnswers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real ZooKeeper")
+	}
+	real := zktest.Start(t)
+	oracle := startHeldOracle(t, real.Addr)
+	srv, _, report := serveWithOracle(t, oracle.addr)
+	c := connect(t, srv.addr)
+	oracle.hold(true)
+	if _, err := c.Create("/answered-first", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	srv.check.mu.Lock()
+	compared := srv.check.compared
+	srv.check.mu.Unlock()
+	oracle.hold(false)
+	// The next request is sent to the oracle once it answered the create.
+	if data, _, err := c.Get("/answered-first"); err != nil || string(data) != "x" {
+		t.Fatalf("get: %q %v", data, err)
+	}
+	sum := srv.check.Summary()
+	if sum.Differences != 0 || sum.Replies < compared+2 {
+		t.Fatalf("%v (compared %d while the oracle was held):\n%s", sum, compared, report.String())
 	}
 }

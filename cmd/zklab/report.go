@@ -54,8 +54,13 @@ type report struct {
 	Seed     uint64
 	Replay   string
 	Real     bool // a run on a real server: events, not steps; wall-clock time
-	Run      *scenarios.Report
-	Views    []porcupineView
+	// Served is set for a served history's report (zklab run --history):
+	// Scenario then lists its sessions, and there is no seed.
+	Served bool
+	// Undecided says why the verdict is neither a pass nor a failure.
+	Undecided string
+	Run       *scenarios.Report
+	Views     []porcupineView
 }
 
 // writeReport writes a self-contained page: the verdict, the story if
@@ -77,7 +82,11 @@ func writeReport(w io.Writer, r report) error {
 		_, err := fmt.Fprintf(w, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title></head><body>\n%s</body></html>\n", html.EscapeString(r.Title), top.String())
 		return err
 	}
-	page := strings.Replace(relabelClients(r.Views[0].HTML), "<title>Porcupine</title>", title, 1)
+	prefix := "c"
+	if r.Served {
+		prefix = "s"
+	}
+	page := strings.Replace(relabelClients(r.Views[0].HTML, prefix), "<title>Porcupine</title>", title, 1)
 	i := strings.Index(page, "<body>")
 	if i < 0 {
 		return fmt.Errorf("report: porcupine's page has no <body>")
@@ -93,30 +102,31 @@ func writeReport(w io.Writer, r report) error {
 	var frames strings.Builder
 	for _, v := range r.Views[1:] {
 		fmt.Fprintf(&frames, "<div class=\"zklab-section\"><h2>%s</h2>\n<iframe class=\"porcupine\" style=\"width:100%%;height:420px;border:1px solid #ccc\" srcdoc=\"%s\"></iframe></div>\n",
-			html.EscapeString(v.Title), html.EscapeString(relabelClients(v.HTML)))
+			html.EscapeString(v.Title), html.EscapeString(relabelClients(v.HTML, prefix)))
 	}
 	_, err := io.WriteString(w, page[:i]+"\n"+top.String()+rest.String()+tail[:j]+frames.String()+tail[j:])
 	return err
 }
 
-const porcupineNote = `porcupine's drawing of the history: one row per client (c1, c2, …), time in steps, each operation from its call to its return; the rows "faults" and "server" mark the faults and the sessions the server expired. Click an operation to see the order porcupine found, or hover for details.`
+const porcupineNote = `porcupine's drawing of the history: one row per client (c1, c2, …; a served history's sessions s1, s2, …), time in steps, each operation from its call to its return; the rows "faults" and "server" mark the faults and the sessions the server expired. Click an operation to see the order porcupine found, or hover for details.`
 
-// relabelScript names porcupine's client rows c1, c2, … as the rest of the
-// report does: porcupine numbers them from 0 (its ClientId, which the
-// scenarios set to the client's number minus one).
+// relabelScript names porcupine's client rows c1, c2, … (a served
+// history's sessions s1, s2, …) as the rest of the report does: porcupine
+// numbers them from 0 (its ClientId, which the scenarios set to the
+// client's number minus one).
 const relabelScript = `<script>
 for (const t of document.querySelectorAll('#canvas svg > g:first-of-type > text')) {
-  if (/^\d+$/.test(t.textContent)) t.textContent = 'c' + (Number(t.textContent) + 1)
+  if (/^\d+$/.test(t.textContent)) t.textContent = 'PREFIX' + (Number(t.textContent) + 1)
 }
 </script>
 `
 
-func relabelClients(page string) string {
+func relabelClients(page, prefix string) string {
 	j := strings.LastIndex(page, "</body>")
 	if j < 0 {
 		return page
 	}
-	return page[:j] + relabelScript + page[j:]
+	return page[:j] + strings.Replace(relabelScript, "PREFIX", prefix, 1) + page[j:]
 }
 
 // The timeline's geometry, in SVG units (CSS pixels).
@@ -175,6 +185,16 @@ func newAxis(rep *scenarios.Report) *axis {
 	}
 	for _, op := range rep.Store {
 		pts = append(pts, point{op.Call, op.CallTime}, point{op.Return, op.ReturnTime})
+	}
+	// A served history's requests, faults and expiries are not events.
+	for _, q := range rep.Requests {
+		pts = append(pts, point{q.From, q.FromTime}, point{q.To, q.ToTime})
+	}
+	for _, f := range rep.Faults {
+		pts = append(pts, point{f.Step, f.Time})
+	}
+	for _, x := range rep.Expiries {
+		pts = append(pts, point{x.Step, x.Time})
 	}
 	slices.SortStableFunc(pts, func(a, b point) int {
 		if a.step != b.step {
@@ -400,8 +420,14 @@ func faultLabel(f scenarios.FaultSpan) string {
 	case sim.FaultPartition:
 		return "partitioned " + seconds(f.Duration)
 	case sim.FaultDisconnect:
+		if f.Duration == 0 {
+			return "connection closed"
+		}
 		return "disconnected " + seconds(f.Duration)
 	case sim.FaultRestart:
+		if f.Duration == 0 {
+			return "server restarted"
+		}
 		return "server down " + seconds(f.Duration)
 	case sim.FaultCrash:
 		return "crashed"
@@ -411,6 +437,18 @@ func faultLabel(f scenarios.FaultSpan) string {
 		return "next request to be lost"
 	case sim.FaultDropReply:
 		return "next reply to be lost"
+	// The control API's faults the simulator does not inject (zklab serve
+	// --control, drawn from a served history).
+	case faultAddDelay:
+		return "requests delayed " + seconds(f.Duration)
+	case faultFailRequests:
+		return "requests to fail"
+	case faultNoResponse:
+		return "replies to be withheld"
+	case faultRejectConnections:
+		return "connections refused"
+	case faultReset:
+		return "faults reset"
 	}
 	if strings.Contains(f.Text, "request dropped") {
 		return "request lost"
@@ -508,9 +546,16 @@ func timeline(rep *scenarios.Report, story []storyStep) timelineView {
 			hasServer = true
 		}
 	}
+	// A served history's lanes are sessions, named by the Report.
+	name := func(c int) string {
+		if c >= 1 && c <= len(rep.Lanes) {
+			return rep.Lanes[c-1]
+		}
+		return clientName(c)
+	}
 	y := v.LanesTop
 	for c := 1; c <= rep.Clients; c++ {
-		v.Lanes = append(v.Lanes, laneView{Name: clientName(c), Y: y, H: laneHeight, Shaded: c%2 == 0})
+		v.Lanes = append(v.Lanes, laneView{Name: name(c), Y: y, H: laneHeight, Shaded: c%2 == 0})
 		y += laneHeight
 	}
 	if hasServer {
@@ -658,9 +703,38 @@ func timeline(rep *scenarios.Report, story []storyStep) timelineView {
 			}
 		}
 		x := a.xStep(e.Step)
-		t := fmt.Sprintf("step %d, %s: the server expired %s's session %#x and deleted its ephemeral nodes", e.Step, seconds(e.Time), clientName(e.Client), e.Session)
+		t := fmt.Sprintf("%s %d, %s: the server expired %s's session %#x and deleted its ephemeral nodes", v.StepName, e.Step, seconds(e.Time), name(e.Client), e.Session)
 		add(l, markView{Class: "expired", Shape: "text", X: x, Y: l.Y + rowHoldMid + 7, Text: "✕", Anchor: "middle", Title: t})
 		label(l, topRow, "expired-label", x+6, x-6, "the server expires the session", t)
+	}
+	// A served history's requests, each a span from its arrival to its
+	// reply; one that got none runs to the end, marked, and a write among
+	// them is ambiguous: applied or not, its client cannot tell.
+	for _, q := range rep.Requests {
+		l := lane(q.Client)
+		if l == nil {
+			continue
+		}
+		x0, x1 := a.xStep(q.From), a.xStep(q.To)
+		class := "span"
+		switch {
+		case q.Ambiguous:
+			class = "span-ambiguous"
+		case !q.Answered:
+			class = "span-open"
+		case q.Err != "":
+			class = "span-error"
+		}
+		add(l, markView{Class: class, Shape: "rect", X: x0, Y: l.Y + rowHoldTop, W: max(2, x1-x0), H: rowHoldBot - rowHoldTop, Title: q.Text})
+		if !q.Answered {
+			text := "no reply to " + q.Op
+			if q.Ambiguous {
+				text = "ambiguous: " + q.Op + " " + q.Path + ", no reply"
+			}
+			// A served report has no store: its row takes what the
+			// faults' rows cannot.
+			label(l, append(faultRows, row{low, rowStore + 11}), class+"-label", x0+4, x0, text, q.Text)
+		}
 	}
 	// The clients' traffic with ZooKeeper.
 	for _, e := range rep.Events {
@@ -683,6 +757,13 @@ func timeline(rep *scenarios.Report, story []storyStep) timelineView {
 				add(l, markView{Class: "sees-expired", Shape: "text", Title: title + " (the client learns its session expired)", X: x, Y: l.Y + rowHoldMid + 5, Text: "⊘", Anchor: "middle"})
 			case "StateDisconnected":
 				add(l, markView{Class: "disconnected", Shape: "text", Title: title, X: x, Y: l.Y + rowHoldMid + 5, Text: "⌁", Anchor: "middle"})
+			}
+		case "conn": // a served history's connections, under the requests
+			switch e.Op {
+			case "opened":
+				add(l, markView{Class: "conn-opened", Shape: "text", Title: title, X: x, Y: l.Y + rowTimeout, Text: "⊢", Anchor: "middle"})
+			case "closed":
+				add(l, markView{Class: "conn-closed", Shape: "text", Title: title, X: x, Y: l.Y + rowTimeout, Text: "⊣", Anchor: "middle"})
 			}
 		}
 	}
@@ -838,6 +919,7 @@ body > #legend, body > #canvas{margin-left:1.5em}
 #zklab-report .badge{display:inline-block;padding:3px 10px;border-radius:12px;font-weight:bold;color:#fff;margin-right:.6em}
 #zklab-report .badge.fail{background:#cf222e}
 #zklab-report .badge.pass{background:#1a7f37}
+#zklab-report .badge.undecided{background:#9a6700}
 #zklab-report .story-row{display:flex;flex-wrap:wrap;gap:1.5em;align-items:flex-start}
 #zklab-report .story{flex:1 1 320px;max-width:460px;font-size:15px;line-height:1.45}
 #zklab-report .story ol{padding-left:0;list-style:none}
@@ -881,31 +963,44 @@ body > #legend, body > #canvas{margin-left:1.5em}
 #zklab-timeline .store-lost-label{fill:#cf222e;font-weight:bold}
 #zklab-timeline .window{fill:rgba(207,34,46,.13);stroke:#cf222e;stroke-width:1.5;stroke-dasharray:5 3}
 #zklab-timeline .window-label{fill:#cf222e;font-weight:bold;font-size:12px}
+#zklab-timeline .span{fill:rgba(9,105,218,.16);stroke:#0969da;stroke-width:.8}
+#zklab-timeline .span-error{fill:rgba(154,103,0,.22);stroke:#9a6700;stroke-width:.8}
+#zklab-timeline .span-open{fill:#fff;stroke:#57606a;stroke-dasharray:4 3}
+#zklab-timeline .span-ambiguous{fill:rgba(207,34,46,.10);stroke:#cf222e;stroke-width:1.5;stroke-dasharray:4 3}
+#zklab-timeline .span-open-label{fill:#57606a}
+#zklab-timeline .span-ambiguous-label{fill:#cf222e;font-weight:bold}
+#zklab-timeline .conn-opened,#zklab-timeline .conn-closed{fill:#57606a;font-size:13px}
 #zklab-timeline .marker circle{fill:#6639ba;stroke:#fff;stroke-width:1.5}
 #zklab-timeline .marker path{fill:#6639ba}
 #zklab-timeline .marker text{fill:#fff;font-weight:bold;font-size:11px}
 </style>
 <div id="zklab-report">
 <h1>{{.Title}}</h1>
-<p class="summary">{{if .Failed}}<span class="badge fail" id="zklab-badge">FAIL</span>{{range $i, $f := .Failed}}{{if $i}}, {{end}}{{$f}}{{end}} found a violation{{else}}<span class="badge pass" id="zklab-badge">PASS</span>every check passed{{end}} · {{.Summary}} · seed {{.Seed}}</p>
+<p class="summary">{{if .Failed}}<span class="badge fail" id="zklab-badge">FAIL</span>{{range $i, $f := .Failed}}{{if $i}}, {{end}}{{$f}}{{end}} found a violation{{else if .Undecided}}<span class="badge undecided" id="zklab-badge">UNKNOWN</span>{{.Undecided}}{{else}}<span class="badge pass" id="zklab-badge">PASS</span>every check passed{{end}} · {{.Summary}}{{if not .Served}} · seed {{.Seed}}{{end}}</p>
 {{range .Intro}}<p class="intro">{{.}}</p>
 {{end}}{{if .HasTimeline}}<h2>Timeline</h2>
 <div class="story-row">
 <div>
 <div class="legend">
-<span><svg width="26" height="14"><rect x="1" y="1" width="24" height="12" fill="rgba(46,160,67,.30)" stroke="#2ea043"/></svg>believes it holds the lock</span>
+{{if .Served}}<span><svg width="26" height="14"><rect x="1" y="1" width="24" height="12" fill="rgba(9,105,218,.16)" stroke="#0969da"/></svg>request, to its reply</span>
+<span><svg width="26" height="14"><rect x="1" y="1" width="24" height="12" fill="rgba(154,103,0,.22)" stroke="#9a6700"/></svg>answered with an error</span>
+<span><svg width="26" height="14"><rect x="1" y="1" width="24" height="12" fill="#fff" stroke="#57606a" stroke-dasharray="4 3"/></svg>no reply</span>
+<span><svg width="26" height="14"><rect x="1" y="1" width="24" height="12" fill="rgba(207,34,46,.10)" stroke="#cf222e" stroke-width="1.5" stroke-dasharray="4 3"/></svg>a write with no reply: ambiguous</span>
+<span><svg width="22" height="16"><text x="5" y="13" fill="#57606a" font-size="13">⊢</text><text x="13" y="13" fill="#57606a" font-size="13">⊣</text></svg>connection opened, closed</span>
+{{else}}<span><svg width="26" height="14"><rect x="1" y="1" width="24" height="12" fill="rgba(46,160,67,.30)" stroke="#2ea043"/></svg>believes it holds the lock</span>
 <span><svg width="26" height="14"><rect x="1" y="3" width="24" height="8" fill="#f6f8fa" stroke="#8c959f" stroke-dasharray="4 3"/></svg>waits for the lock</span>
 <span><svg width="14" height="14"><rect x="1" y="1" width="12" height="12" fill="#54aeff" stroke="#0969da"/></svg>store read</span>
 <span><svg width="14" height="14"><rect x="1" y="1" width="12" height="12" fill="#1f6feb" stroke="#0a3069"/></svg>store write</span>
 <span><svg width="14" height="14"><rect x="1" y="1" width="12" height="12" fill="#cf222e" stroke="#82071e"/></svg>lost update</span>
 <span><svg width="14" height="14"><rect x="2" y="2" width="10" height="10" fill="#fff" stroke="#cf222e" stroke-width="2"/></svg>refused by the store</span>
+{{end}}
 <span><svg width="26" height="14"><defs><pattern id="zklab-hatch-legend" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="rgba(207,34,46,.06)"/><line x1="0" y1="0" x2="0" y2="6" stroke="rgba(207,34,46,.35)" stroke-width="2"/></pattern></defs><rect x="1" y="1" width="24" height="12" fill="url(#zklab-hatch-legend)" stroke="#cf222e" stroke-dasharray="3 2"/></svg>fault, as long as it lasts</span>
-<span><svg width="30" height="14"><path d="M2 12 v-8 M2 8 H28 M28 12 v-8" stroke="#9a6700" stroke-width="1.5" fill="none"/></svg>session timeout</span>
+{{if not .Served}}<span><svg width="30" height="14"><path d="M2 12 v-8 M2 8 H28 M28 12 v-8" stroke="#9a6700" stroke-width="1.5" fill="none"/></svg>session timeout</span>{{end}}
 <span><svg width="14" height="16"><text x="7" y="14" text-anchor="middle" fill="#cf222e" font-weight="bold" font-size="16">✕</text></svg>server expires the session</span>
 <span><svg width="14" height="16"><text x="7" y="13" text-anchor="middle" fill="#8c1c13" font-size="13">⊘</text></svg>client learns it expired</span>
 <span><svg width="14" height="14"><circle cx="7" cy="7" r="4" fill="#fb8500"/></svg>watch notification</span>
-<span><svg width="18" height="14"><line x1="5" y1="1" x2="5" y2="7" stroke="#0969da"/><line x1="12" y1="7" x2="12" y2="13" stroke="#8250df"/></svg>request, reply</span>
-<span><svg width="26" height="14"><rect x="1" y="1" width="24" height="12" fill="rgba(207,34,46,.13)" stroke="#cf222e" stroke-dasharray="5 3"/></svg>split brain</span>
+{{if not .Served}}<span><svg width="18" height="14"><line x1="5" y1="1" x2="5" y2="7" stroke="#0969da"/><line x1="12" y1="7" x2="12" y2="13" stroke="#8250df"/></svg>request, reply</span>
+<span><svg width="26" height="14"><rect x="1" y="1" width="24" height="12" fill="rgba(207,34,46,.13)" stroke="#cf222e" stroke-dasharray="5 3"/></svg>split brain</span>{{end}}
 </div>
 {{with .Timeline}}<svg id="zklab-timeline" xmlns="http://www.w3.org/2000/svg" width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}">
 <defs><pattern id="zklab-hatch" width="8" height="8" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="8" height="8" fill="rgba(207,34,46,.06)"/><line x1="0" y1="0" x2="0" y2="8" stroke="rgba(207,34,46,.30)" stroke-width="2"/></pattern></defs>
@@ -939,11 +1034,15 @@ body > #legend, body > #canvas{margin-left:1.5em}
 </div>
 {{end}}<h2>Verdict</h2>
 <pre id="zklab-verdict">{{.Verdict}}</pre>
-<h2>Scenario</h2>
+{{if .Served}}<h2>History</h2>
+<p>A real client's run on zklab serve: the order is the one that happened, and no run repeats it. Check it, or draw it again:</p>
+<pre id="zklab-replay">{{.Replay}}</pre>
+<pre id="zklab-sessions">{{.Scenario}}</pre>
+{{else}}<h2>Scenario</h2>
 {{if .Real}}<p>A real server decides the order, so no two runs on it are alike; the same scenario on the simulator replays byte for byte:</p>{{else}}<p>Replay this run, byte for byte:</p>{{end}}
 <pre id="zklab-replay">{{.Replay}}</pre>
 <pre id="zklab-scenario">{{.Scenario}}</pre>
-</div>
+{{end}}</div>
 `))
 
 // writeRunReport writes the report of a run of the scenario in file.

@@ -20,6 +20,7 @@ func init() {
 		summary: "replay a scenario file: its timeline and the verdict of every check",
 		usage: `Usage: zklab run FILE|DIR|NAME [--seed N] [--html OUT] [--json] [--trace] [--junit OUT]
                  [--zk HOST:PORT[,...]] [--servers N]
+       zklab run --history HISTORY --html OUT
 
 Replays a scenario (a file, or a scenario of the library by name: see
 'zklab scenarios') on the simulator, byte for byte as it was recorded, and
@@ -50,6 +51,14 @@ The verdict line says which rule decided:
   exit 2 when the file cannot be read or parsed (FILE:LINE), or the
     server named by --zk cannot be reached.
 For a directory the exit code is the worst of its files' (2, 1, 3, 0).
+
+With --history HISTORY --html OUT it runs nothing: it draws a history
+'zklab serve --history' wrote (a real client's run on the simulated
+server) in the same report, one lane a session: each request to its
+reply (a write that got none marked ambiguous), connections opened and
+closed, watch events, the control API's faults and the server's
+expiries, with 'zklab check-history''s verdict (exit 0 linearizable, 1
+not, 2 bad input: FILE:LINE).
 
 `,
 		run: runRun,
@@ -94,6 +103,7 @@ type runFlags struct {
 	zk      string
 	junit   string
 	servers int // 0: the file's
+	history string
 }
 
 func runRun(args []string, stdout, stderr io.Writer) error {
@@ -107,9 +117,16 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.zk, "zk", "", "run on a real ZooKeeper at HOST:PORT[,HOST:PORT...] instead of the simulator")
 	fs.StringVar(&f.junit, "junit", "", "write a JUnit XML report of the run (or of every scenario of DIR) to this file")
 	fs.IntVar(&f.servers, "servers", 0, "run on an ensemble of this many servers (1, 3 or 5) instead of the file's")
+	fs.StringVar(&f.history, "history", "", "draw a history written by 'zklab serve --history' (with --html OUT) instead of running a scenario")
 	args, err := interleaved(fs, c, args, stdout)
 	if err != nil {
 		return err
+	}
+	if f.history != "" {
+		if len(args) != 0 {
+			return usagef("--history draws a served history: no scenario with it, got %q", args)
+		}
+		return runHistoryReport(f.history, f.htmlOut, stdout)
 	}
 	if serversSet(fs) {
 		if err := scenarios.ValidServers(f.servers); err != nil {

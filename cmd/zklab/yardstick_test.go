@@ -69,7 +69,10 @@ var goZookeeperKnownGaps = map[string]string{}
 func runGoZookeeperSuite(t *testing.T, binPath string, env ...string) (map[string]string, time.Duration) {
 	t.Helper()
 	skip := "^(" + strings.Join(goZookeeperMultiServer, "|") + ")$"
-	cmd := exec.Command(goTool(), "test", "-count=1", "-json", "-run", "^TestIntegration_", "-skip", skip, "github.com/go-zookeeper/zk")
+	// Cross-checked, the suite took 9 minutes here (536 s): near go test's
+	// default 10-minute timeout, past it on a loaded machine, which fails
+	// the test running then and runs none after it.
+	cmd := exec.Command(goTool(), "test", "-count=1", "-timeout=40m", "-json", "-run", "^TestIntegration_", "-skip", skip, "github.com/go-zookeeper/zk")
 	cmd.Env = append(os.Environ(), append(env, "ZOOKEEPER_BIN_PATH="+binPath)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -144,14 +147,24 @@ func TestYardstickGoZookeeperSuite(t *testing.T) {
 }
 
 // goZookeeperCrossCheckGaps are tests that pass against zklab serve and
-// fail under the cross-check, with why.
-var goZookeeperCrossCheckGaps = map[string]string{
-	// 10,000 creates of 2,000-byte names and a 20 MB getChildren, each
-	// sent to the oracle and waited for under the server's lock. The
-	// cause of the failure is not yet established; the likeliest is the
-	// client's pings waiting behind that lock past its session timeout.
-	"TestIntegration_Children": "10,000 big creates and a 20 MB listing through the serialized cross-check",
-}
+// fail under the cross-check, with why. None today.
+//
+// TestIntegration_Children (10,000 creates of 2,000-byte names, then a
+// 20 MB getChildren) failed under the check with "Children returned
+// error: zk: connection closed": go-zookeeper's read timeout is two thirds
+// of the negotiated session timeout (10 s for the suite's servers: 6.7 s),
+// and the checker held the server's lock while it waited for the
+// oracle's 20 MB answer and then encoded, decoded and compared both,
+// before zklab's own reply could go out; the client's ping behind it
+// waited for the oracle too. The checker now waits for the oracle before
+// the next request instead of before zklab's reply, and sends pings at
+// once (crossCheck in oracle.go; TestCrossCheckRepliesBeforeTheOracleAnswers).
+// What remains is the CPU: on an oversubscribed machine (a load average
+// of 30 on 2 cores) the oracle's JVM and the comparison compete with zklab
+// for the cores, and this test, like the suite's others that wait on a
+// JVM (IfAuthdataSurvivesReconnect, MultiFailures), can still time out.
+// ZKLAB_XCHK_GOZK=1 runs the suite: run it on a machine of its own.
+var goZookeeperCrossCheckGaps = map[string]string{}
 
 // go-zookeeper's integration suite against zklab serve --oracle, each
 // server it starts cross-checked against a fresh ZooKeeper of its own

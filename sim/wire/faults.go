@@ -114,6 +114,7 @@ func (s *Server) CloseConnection(session int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if session == 0 {
+		s.noteFaultLocked(Fault{Verb: "CLOSECONNECTION"})
 		for _, c := range s.conns {
 			s.cutLocked(c, "fault: connection closed by the controller")
 		}
@@ -126,6 +127,7 @@ func (s *Server) CloseConnection(session int64) error {
 	if c == nil {
 		return fmt.Errorf("session 0x%x: %w", session, ErrNoConnection)
 	}
+	s.noteFaultLocked(Fault{Verb: "CLOSECONNECTION", Session: session})
 	s.cutLocked(c, "fault: connection closed by the controller")
 	return nil
 }
@@ -135,6 +137,7 @@ func (s *Server) CloseConnection(session int64) error {
 func (s *Server) ExpireSessions() []int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.noteFaultLocked(Fault{Verb: "EXPIRESESSION"})
 	nowMs := s.nowMs()
 	s.advanceLocked(nowMs)
 	ids := s.sim.Sessions()
@@ -152,6 +155,7 @@ func (s *Server) ExpireSessions() []int64 {
 func (s *Server) RejectConnections() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.noteFaultLocked(Fault{Verb: "REJECTCONNECTIONS"})
 	s.faults.rejecting = true
 }
 
@@ -161,6 +165,7 @@ func (s *Server) RejectConnections() {
 func (s *Server) AddDelay(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.noteFaultLocked(Fault{Verb: "ADDDELAY", Duration: max(d, 0)})
 	s.faults.delayNs = max(int64(d), 0)
 }
 
@@ -171,6 +176,7 @@ func (s *Server) AddDelay(d time.Duration) {
 func (s *Server) FailRequests(n int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.noteFaultLocked(Fault{Verb: "FAILREQUESTS", Count: max(n, -1)})
 	s.faults.failRemaining = max(n, -1)
 }
 
@@ -181,6 +187,7 @@ func (s *Server) FailRequests(n int64) {
 func (s *Server) HoldResponses(n int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.noteFaultLocked(Fault{Verb: "NORESPONSE", Count: max(n, -1)})
 	s.faults.holdRemaining = max(n, -1)
 }
 
@@ -188,13 +195,13 @@ func (s *Server) HoldResponses(n int64) {
 // setWatches aside: the next with an xid of 0 or more) and loses its
 // reply with the connection: the ambiguous outcome a client must handle.
 func (s *Server) LoseNextReply(session int64) error {
-	return s.armForSession(session, func(f *faultState) { f.loseReply[session] = true })
+	return s.armForSession(Fault{Verb: "LOSEREPLY", Session: session}, func(f *faultState) { f.loseReply[session] = true })
 }
 
 // DropNextRequest loses the session's next request (as LoseNextReply
 // counts them) with the connection, before the server sees it.
 func (s *Server) DropNextRequest(session int64) error {
-	return s.armForSession(session, func(f *faultState) { f.dropRequest[session] = true })
+	return s.armForSession(Fault{Verb: "DROPREQUEST", Session: session}, func(f *faultState) { f.dropRequest[session] = true })
 }
 
 // Partition cuts a session off for d, silently, as a network partition
@@ -208,7 +215,7 @@ func (s *Server) DropNextRequest(session int64) error {
 // go-zookeeper), and the server's clock runs on: a partition longer than
 // the session's timeout expires it.
 func (s *Server) Partition(session int64, d time.Duration) error {
-	return s.armForSession(session, func(f *faultState) {
+	return s.armForSession(Fault{Verb: "PARTITION", Session: session, Duration: d}, func(f *faultState) {
 		f.partitioned[session] = time.Now().Add(d)
 	})
 }
@@ -232,12 +239,14 @@ func (s *Server) awaitHealLocked(session int64) bool {
 	return waited
 }
 
-func (s *Server) armForSession(session int64, arm func(*faultState)) error {
+func (s *Server) armForSession(fault Fault, arm func(*faultState)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	session := fault.Session
 	if !s.liveLocked(session) {
 		return fmt.Errorf("session 0x%x: %w", session, ErrNoSession)
 	}
+	s.noteFaultLocked(fault)
 	if s.faults.loseReply == nil {
 		s.faults.loseReply = make(map[int64]bool)
 		s.faults.dropRequest = make(map[int64]bool)
@@ -254,6 +263,7 @@ func (s *Server) armForSession(session int64, arm func(*faultState)) error {
 func (s *Server) Restart(down time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.noteFaultLocked(Fault{Verb: "RESTART", Duration: down})
 	for _, c := range s.conns {
 		s.cutLocked(c, "fault: server restarted")
 	}
@@ -270,6 +280,7 @@ func (s *Server) Restart(down time.Duration) {
 func (s *Server) ResetFaults() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.noteFaultLocked(Fault{Verb: "RESET"})
 	s.faults = faultState{}
 }
 

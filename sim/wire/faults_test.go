@@ -2,8 +2,11 @@ package wire_test
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -282,6 +285,98 @@ func TestSessionStates(t *testing.T) {
 		st := states[0]
 		if !slices.Equal(st.Ephemerals, []string{"/s"}) || len(st.Watches) != 1 || st.Watches[0].Path != "/s" {
 			t.Fatalf("session: ephemerals %v watches %+v", st.Ephemerals, st.Watches)
+		}
+	})
+}
+
+// faultRecorder keeps the faults a Server tells its observer of, and the
+// connections it closes, in order.
+type faultRecorder struct {
+	wire.NopObserver
+	mu  sync.Mutex
+	log []string
+}
+
+func (r *faultRecorder) FaultInjected(_ time.Time, f wire.Fault) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.log = append(r.log, fmt.Sprintf("%s %s %v %d", f.Verb, wire.SessionHex(f.Session), f.Duration, f.Count))
+}
+
+func (r *faultRecorder) ConnClosed(_ time.Time, _ wire.ConnInfo, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.log = append(r.log, "closed: "+reason)
+}
+
+func (r *faultRecorder) lines() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.log)
+}
+
+// Every fault method tells a FaultObserver of the fault, with its
+// parameters, before what it causes (the connection it closes); one
+// refused for a session that is gone is not told.
+func TestFaultsAreObserved(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &faultRecorder{}
+		srv := newPipeServer(t, sim.ServerConfig{}, wire.Config{Observer: rec})
+		a, _ := srv.connect(t, 10*time.Second)
+		s := wire.SessionHex(a.SessionID())
+		srv.AddDelay(5 * time.Millisecond)
+		srv.FailRequests(2)
+		srv.HoldResponses(-1)
+		srv.RejectConnections()
+		srv.ResetFaults()
+		if err := srv.CloseConnection(a.SessionID()); err != nil {
+			t.Fatal(err)
+		}
+		for !slices.ContainsFunc(rec.lines(), func(l string) bool { return strings.HasPrefix(l, "closed: ") }) {
+			time.Sleep(time.Millisecond) // the connection's goroutine reports its close
+		}
+		if err := srv.LoseNextReply(0x99); !errors.Is(err, wire.ErrNoSession) {
+			t.Fatalf("LoseNextReply of no session: %v", err)
+		}
+		for try := 0; ; try++ { // until it has reconnected
+			if _, _, err := a.Exists("/"); err == nil {
+				break
+			} else if try == 100 {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := srv.Partition(a.SessionID(), 40*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if !srv.ExpireSession(a.SessionID()) {
+			t.Fatal("ExpireSession: not live")
+		}
+		srv.Restart(0)
+		a.Close()
+		var faults []string
+		index := map[string]int{} // a fault's verb, or a close's reason -> its first line
+		for i, l := range rec.lines() {
+			key := l
+			if !strings.HasPrefix(l, "closed: ") {
+				faults = append(faults, l)
+				key = strings.Fields(l)[0]
+			}
+			if _, ok := index[key]; !ok {
+				index[key] = i
+			}
+		}
+		want := []string{
+			"ADDDELAY  5ms 0", "FAILREQUESTS  0s 2", "NORESPONSE  0s -1", "REJECTCONNECTIONS  0s 0", "RESET  0s 0",
+			"CLOSECONNECTION " + s + " 0s 0", "PARTITION " + s + " 40ms 0", "EXPIRESESSION " + s + " 0s 0", "RESTART  0s 0",
+		}
+		if !slices.Equal(faults, want) {
+			t.Errorf("faults observed:\n%q\nwant\n%q", faults, want)
+		}
+		// The cause comes before what it caused.
+		const reason = "closed: fault: connection closed by the controller"
+		if at, ok := index[reason]; !ok || at < index["CLOSECONNECTION"] {
+			t.Errorf("%q is not after CLOSECONNECTION: %q", reason, rec.lines())
 		}
 	})
 }

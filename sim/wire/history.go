@@ -19,7 +19,7 @@ import (
 //
 //	seq      1, 2, 3, ...: the order served; a checker's clock
 //	t_ns     wall-clock nanoseconds since the history began (not reproducible)
-//	kind     "request", "reply", "event", "session" or "conn"
+//	kind     "request", "reply", "event", "session", "conn" or "fault"
 //	conn     the server's connection number (0 for a session's own events)
 //	session  the session id, "0x..." hex ("" before the handshake)
 //
@@ -39,6 +39,17 @@ import (
 // is gone), "created", "expired" or "closed" (the client's closeSession
 // was applied). A conn record's what is "opened" (remote is the peer),
 // "refused" (past maxClientCnxns) or "closed", with a reason.
+//
+// A fault record is a fault injected (the control API of `zklab serve
+// --control`, or the Server's fault methods), written when it was
+// injected, before what it caused: what is the verb (CLOSECONNECTION,
+// EXPIRESESSION, REJECTCONNECTIONS, ADDDELAY, FAILREQUESTS, NORESPONSE,
+// RESET, LOSEREPLY, DROPREQUEST, PARTITION, RESTART), session the session
+// it aims at (absent: every session, or none), ms the delay, the
+// partition's length or the restart's down time, count the requests
+// FAILREQUESTS and NORESPONSE take (-1: all until RESET). What a fault
+// then does shows in the records after it: a connection closed with a
+// "fault: ..." reason, a request with no reply.
 //
 // Pings (xid -2) are left out: they change nothing.
 type HistoryRecord struct {
@@ -69,6 +80,9 @@ type HistoryRecord struct {
 	TimeoutMs int32  `json:"timeout_ms,omitempty"`
 	Remote    string `json:"remote,omitempty"`
 	Reason    string `json:"reason,omitempty"`
+
+	Ms    int64 `json:"ms,omitempty"`
+	Count int64 `json:"count,omitempty"`
 }
 
 // A HistorySubOp is one op of a multi request, or one result of its reply.
@@ -221,6 +235,12 @@ func (h *HistoryWriter) WatchEventSent(at time.Time, conn sim.ConnID, session in
 	h.emit(at, &HistoryRecord{Kind: "event", Conn: int64(conn), Session: SessionHex(session), Type: ev.Type.String(), Path: ev.Path})
 }
 
+var _ FaultObserver = (*HistoryWriter)(nil)
+
+func (h *HistoryWriter) FaultInjected(at time.Time, f Fault) {
+	h.emit(at, &HistoryRecord{Kind: "fault", What: f.Verb, Session: SessionHex(f.Session), Ms: f.Duration.Milliseconds(), Count: f.Count})
+}
+
 // Close flushes the history and returns the first write error.
 func (h *HistoryWriter) Close() error {
 	h.mu.Lock()
@@ -248,7 +268,7 @@ func ReadHistory(name string, r io.Reader) ([]HistoryRecord, error) {
 			return nil, fmt.Errorf("%s:%d: %v", name, line, err)
 		}
 		switch rec.Kind {
-		case "request", "reply", "event", "session", "conn":
+		case "request", "reply", "event", "session", "conn", "fault":
 		default:
 			return nil, fmt.Errorf("%s:%d: unknown record kind %q", name, line, rec.Kind)
 		}

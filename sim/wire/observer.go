@@ -56,3 +56,36 @@ func (NopObserver) SessionClosed(time.Time, int64)                              
 func (NopObserver) RequestReceived(time.Time, sim.ConnID, int64, sim.Request)            {}
 func (NopObserver) ReplySent(time.Time, sim.ConnID, int64, sim.OpCode, sim.Response)     {}
 func (NopObserver) WatchEventSent(time.Time, sim.ConnID, int64, zk.Event)                {}
+
+// A FaultObserver is an Observer that is also told of every fault a test
+// injects through the Server's fault methods (faults.go), when it is
+// injected: under the server's lock, before its effects (the connections
+// it closes, the session it expires), so that a served history shows the
+// cause before what it caused.
+type FaultObserver interface {
+	FaultInjected(at time.Time, f Fault)
+}
+
+// A Fault is one injection, named by the control API's verb (ZooKeeper's
+// test controller's, and zklab's own).
+type Fault struct {
+	// Verb is CLOSECONNECTION, EXPIRESESSION, REJECTCONNECTIONS, ADDDELAY,
+	// FAILREQUESTS, NORESPONSE, RESET, LOSEREPLY, DROPREQUEST, PARTITION
+	// or RESTART.
+	Verb string
+	// Session is the session aimed at; 0 for every session, or none.
+	Session int64
+	// Duration is ADDDELAY's delay, PARTITION's length, RESTART's down
+	// time.
+	Duration time.Duration
+	// Count is FAILREQUESTS' and NORESPONSE's number of requests, -1 for
+	// all until RESET.
+	Count int64
+}
+
+// noteFaultLocked tells the observer of a fault, if it listens for them.
+func (s *Server) noteFaultLocked(f Fault) {
+	if fo, ok := s.obs.(FaultObserver); ok {
+		fo.FaultInjected(time.Now(), f)
+	}
+}

@@ -257,6 +257,9 @@ func (s *Server) Inspect(fn func(srv *sim.Server)) {
 func (s *Server) ExpireSession(id int64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.liveLocked(id) {
+		s.noteFaultLocked(Fault{Verb: "EXPIRESESSION", Session: id})
+	}
 	nowMs := s.nowMs()
 	s.advanceLocked(nowMs)
 	ok := s.expireLocked(nowMs, id)
