@@ -714,7 +714,9 @@ func (r *runner) resumedBy(l *lockRec) *lockRec {
 		switch {
 		case n == l:
 			after = true
-		case after && n.client == l.client && n.granted:
+		case after && n.client == l.client && n.granted && !n.reentered:
+			// A re-entered grant is inside this hold, not a resumption
+			// after it (lockOps skips it).
 			if len(n.lives) > 0 && n.lives[0] == l.lives[0] {
 				return n
 			}
