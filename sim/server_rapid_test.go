@@ -251,8 +251,14 @@ func (r *rapidServer) wallMs() int64 { return DefaultEpochMs + r.h.nowMs }
 // drawPath draws a path under /t, two levels deep at most, often one the
 // model holds (a sequential node's name included).
 func (r *rapidServer) drawPath(t *rapid.T, label string) string {
+	return drawPathAmong(t, label, slices.Sorted(maps.Keys(r.model.nodes)))
+}
+
+// drawPathAmong draws a path under /t, two levels deep at most, often one
+// of paths (sorted, so that the draw does not depend on map order).
+func drawPathAmong(t *rapid.T, label string, paths []string) string {
 	var existing []string
-	for _, p := range slices.Sorted(maps.Keys(r.model.nodes)) {
+	for _, p := range paths {
 		if strings.HasPrefix(p, "/t/") {
 			existing = append(existing, p)
 		}

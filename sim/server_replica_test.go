@@ -68,20 +68,7 @@ func (r *replicationRun) request(t *rapid.T, i int, req Request) Response {
 }
 
 func (r *replicationRun) drawPath(t *rapid.T, label string) string {
-	var existing []string
-	for _, p := range slices.Sorted(maps.Keys(r.leader.nodes)) {
-		if strings.HasPrefix(p, "/t/") {
-			existing = append(existing, p)
-		}
-	}
-	if len(existing) > 0 && rapid.Bool().Draw(t, label+"Existing") {
-		return rapid.SampledFrom(existing).Draw(t, label)
-	}
-	p := "/t/" + rapid.SampledFrom(rapidNames).Draw(t, label+"1")
-	if rapid.Bool().Draw(t, label+"Deep") {
-		p += "/" + rapid.SampledFrom(rapidNames).Draw(t, label+"2")
-	}
-	return p
+	return drawPathAmong(t, label, slices.Sorted(maps.Keys(r.leader.nodes)))
 }
 
 func (r *replicationRun) drawWrite(t *rapid.T) Request {
