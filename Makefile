@@ -20,6 +20,8 @@ FUZZTIME ?= 10s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./scenarios
 	$(GO) test -run '^$$' -fuzz '^FuzzRun$$' -fuzztime $(FUZZTIME) ./scenarios
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./sim/wire
+	$(GO) test -run '^$$' -fuzz '^FuzzServeStream$$' -fuzztime $(FUZZTIME) ./sim/wire
 
 # deps installs what the tests need when it is missing: Debian's
 # zookeeper (the real-server tests), chromium (the HTML report tests), and
