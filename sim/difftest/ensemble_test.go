@@ -297,13 +297,7 @@ func TestEnsembleDifferential(t *testing.T) {
 // ensembleKnownGaps are cases whose outcomes on a backend differ from the
 // real ensemble's today, with why; each must keep differing (the test
 // fails when one agrees: delete it from here then).
-var ensembleKnownGaps = map[string]string{
-	// seed 1: s3 leads and crashes; s2 leads epoch 2 at 712 ms; c1
-	// reconnects to follower s1 at 1 s and sends sync, which s1 applies
-	// and never answers; c1's read times out at 3.67 s and the sync fails
-	// with ErrConnectionClosed. A real follower answers it at once.
-	"sim/AnyServerLeaderKilled": "a sync on a follower right after a failover is never answered",
-}
+var ensembleKnownGaps = map[string]string{}
 
 var ensembleCases = []struct {
 	name string
