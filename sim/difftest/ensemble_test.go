@@ -977,9 +977,10 @@ func (b *realEnsemble) Attach(c, id int) (func(), error) {
 }
 
 // simEnsemble is the simulated backend: a world of three servers, each
-// client dialing every server (sim.ClientConfig has no connect string of
-// its own yet: Dial of fewer servers is errNotModelled), each step a task
-// of its client's process, the world run until it is done.
+// client on the servers Dial names (every server: shuffled by the seed,
+// as go-zookeeper shuffles its connect string; fewer: walked in the given
+// order), each step a task of its client's process, the world run until
+// it is done.
 type simEnsemble struct {
 	t        *testing.T
 	w        *sim.World
@@ -1009,10 +1010,11 @@ func (b *simEnsemble) Leader() (int, error) {
 }
 
 func (b *simEnsemble) Dial(servers []int, sessionTimeout time.Duration) (int, error) {
+	cfg := sim.ClientConfig{SessionTimeout: sessionTimeout}
 	if !slices.Equal(slices.Sorted(slices.Values(servers)), allServers) {
-		return 0, errNotModelled
+		cfg.Servers = servers
 	}
-	c, err := b.w.NewClient(sim.ClientConfig{SessionTimeout: sessionTimeout})
+	c, err := b.w.NewClient(cfg)
 	if err != nil {
 		return 0, err
 	}
@@ -1047,7 +1049,7 @@ func (b *simEnsemble) Start(c int, fn func(ctx context.Context, conn recipes.Con
 	return b.w.Run
 }
 
-func (b *simEnsemble) ServerOf(int) int { return 0 } // not told by sim.Client
+func (b *simEnsemble) ServerOf(c int) int { return b.clients[c-1].ServerNumber() }
 
 func (b *simEnsemble) Crash(id int, d time.Duration) error {
 	b.crashEnd = max(b.crashEnd, b.w.Now()+d)
