@@ -20,6 +20,14 @@ type ClientConfig struct {
 	// Addr is the address the client connects from, which the server's
 	// ip scheme sees; the zero value is DefaultClientAddr.
 	Addr netip.Addr
+	// Servers is the client's connect string on an ensemble, as server
+	// numbers (1-based): the client walks them in this order, round and
+	// round. Empty means every server, in an order the seed shuffles, as
+	// go-zookeeper's DNSHostProvider shuffles its connect string. A test
+	// that pins a client to some servers names them here; unlike
+	// go-zookeeper the given order is kept, so the test knows which the
+	// client tries first. On a single server it may only name server 1.
+	Servers []int
 }
 
 // reconnectBackoff is go-zookeeper's pause before each connection round
@@ -134,12 +142,23 @@ func (w *World) NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = time.Second
 	}
+	seen := make([]bool, w.Servers()+1)
+	for i, n := range cfg.Servers {
+		if n < 1 || n > w.Servers() {
+			return nil, fmt.Errorf("sim: client servers[%d] is s%d, want a server of 1..%d", i, n, w.Servers())
+		}
+		if seen[n] {
+			return nil, fmt.Errorf("sim: client servers[%d] names s%d twice", i, n)
+		}
+		seen[n] = true
+	}
+	cfg.Servers = slices.Clone(cfg.Servers)
 	c := &Client{w: w, id: len(w.clients) + 1, cfg: cfg, watchers: make(map[watchKey][]chan zk.Event), state: zk.StateDisconnected}
 	c.name = fmt.Sprintf("c%d", c.id)
 	c.setTimeouts(int32(cfg.SessionTimeout / time.Millisecond))
 	w.clients = append(w.clients, c)
 	if w.ens != nil {
-		c.hosts = newHostList(w)
+		c.hosts = newHostList(w, cfg.Servers)
 	}
 	w.after(0, c, "connect", c.startRound)
 	return c, nil
@@ -150,6 +169,20 @@ func (w *World) Clients() []*Client { return w.clients }
 
 // Number is the client's number in its world, from 1.
 func (c *Client) Number() int { return c.id }
+
+// ServerNumber is the server (1-based) of the client's connection now, 0
+// while it has none; like zk.Conn.Server, it is the server the client
+// dialed, which may already have closed a connection the client has not
+// yet seen close.
+func (c *Client) ServerNumber() int {
+	switch {
+	case c.conn == nil:
+		return 0
+	case c.w.ens == nil:
+		return 1
+	}
+	return c.hosts.current()
+}
 
 func (c *Client) number() int {
 	if c == nil {

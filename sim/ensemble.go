@@ -410,7 +410,13 @@ func (e *Ensemble) atLeader(nowMs int64, from *member, msg peerMsg) {
 		}
 		e.owner[msg.session] = from.id
 		if msg.req.Op == OpSync {
-			e.send(nowMs, from, peerMsg{kind: msgSynced, conn: msg.conn, req: msg.req, zxid: e.prep.lastZxid})
+			// Leader.processSync: the follower answers once it has
+			// committed what the leader last proposed, a zxid in its log.
+			// Not prep.lastZxid: a new leader's is epoch<<32 until it
+			// proposes, a zxid no member ever applies (a sync on a
+			// follower right after a failover waited forever: seed 1 of
+			// difftest's AnyServerLeaderKilled).
+			e.send(nowMs, from, peerMsg{kind: msgSynced, conn: msg.conn, req: msg.req, zxid: lastLogged(e.members[e.leader-1])})
 			return
 		}
 		rec, resp := e.prep.PrepRequest(nowMs, msg.conn, msg.session, msg.auth, msg.req)

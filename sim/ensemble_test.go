@@ -426,3 +426,68 @@ func TestAWriteProposedBeforeTheLeaderCrashedIsCommitted(t *testing.T) {
 		}
 	}
 }
+
+// A sync on a follower right after a failover, before the new leader has
+// proposed anything, is answered once the follower has what the leader
+// logged: the target is the last zxid in the leader's log, not the new
+// epoch's zxid base, which no member ever applies (difftest's
+// AnyServerLeaderKilled, seed 1: the sync was never answered and the
+// client's read timed out).
+func TestASyncOnAFollowerRightAfterAFailoverIsAnswered(t *testing.T) {
+	h := newEnsHarness(t, 3)
+	onFollower, sid := h.connect(1, 10000)
+	h.do(onFollower, mkCreate("/a", []byte("v"), 0))
+	h.e.Crash(3)
+	h.collect()
+	h.take(onFollower) // closed: no leader
+	if !h.e.Elect(h.nowMs) || h.e.Leader() != 2 || h.e.Epoch() != 2 {
+		t.Fatalf("leader s%d epoch %d", h.e.Leader(), h.e.Epoch())
+	}
+	h.settle(nil)
+	c := h.open(1)
+	h.e.Connect(h.nowMs, c, ConnectRequest{SessionID: sid, TimeoutMs: 10000, Passwd: sessionPasswd(sid), LastZxidSeen: h.e.Member(1).lastZxid})
+	h.collect()
+	h.settle(nil)
+	if out := h.take(c); len(out) != 1 || out[0].Kind != OutConnect || out[0].Connect.SessionID != sid {
+		t.Fatalf("reconnect on s1: %+v", out)
+	}
+	syncXid := h.send(c, Request{Op: OpSync, Path: "/a"})
+	readXid := h.send(c, Request{Op: OpGetData, Path: "/a"})
+	h.settle(nil)
+	out := h.take(c)
+	if len(out) != 2 || out[0].Kind != OutReply || out[0].Reply.Xid != syncXid || out[0].Reply.Err != CodeOK ||
+		out[1].Reply.Xid != readXid || string(out[1].Reply.Data) != "v" {
+		t.Fatalf("sync then read on the follower after the failover: %+v", out)
+	}
+}
+
+// A write a follower forwarded to a leader that crashes before it arrives
+// is never answered silently forever: the follower closes the connection
+// (no leader), and the client's write is indeterminate to it; the next
+// leader never sees it.
+func TestAWriteForwardedToALeaderThatCrashedClosesItsConnection(t *testing.T) {
+	h := newEnsHarness(t, 3)
+	onFollower, _ := h.connect(1, 10000)
+	h.send(onFollower, mkCreate("/forwarded", nil, 0))
+	readXid := h.send(onFollower, Request{Op: OpExists, Path: "/"})
+	if out := h.take(onFollower); len(out) != 0 {
+		t.Fatalf("answered before the leader had the write: %+v", out)
+	}
+	h.e.Crash(3)
+	h.collect()
+	if out := h.take(onFollower); len(out) != 1 || out[0].Kind != OutClose {
+		t.Fatalf("the follower's client after its write's leader crashed: %+v (exists xid %d queued behind it)", out, readXid)
+	}
+	if !h.e.Elect(h.nowMs) {
+		t.Fatal("no new leader")
+	}
+	h.settle(nil)
+	for i := 1; i <= 2; i++ {
+		if _, ok := h.e.Member(i).Node("/forwarded"); ok {
+			t.Fatalf("s%d has a write that never reached a leader", i)
+		}
+	}
+	if out := h.take(onFollower); len(out) != 0 {
+		t.Fatalf("the closed connection got %+v", out)
+	}
+}

@@ -255,7 +255,12 @@ type hostList struct {
 	curr, last int
 }
 
-func newHostList(w *World) hostList {
+// newHostList is the client's connect string: the servers given, in their
+// order, or every server shuffled by the seed when none is given.
+func newHostList(w *World, servers []int) hostList {
+	if len(servers) > 0 {
+		return hostList{servers: servers, curr: -1, last: -1}
+	}
 	s := make([]int, w.Servers())
 	for i := range s {
 		s[i] = i + 1

@@ -303,3 +303,64 @@ func TestAServerFaultOnAThreeServerWorldNamesAServerItHas(t *testing.T) {
 		t.Fatalf("servers %d leader s%d", w.Servers(), w.Leader())
 	}
 }
+
+// A client given a connect string walks those servers in the given order
+// and no others: pinned to a follower it connects there, and when that
+// follower crashes it moves to the next server of its list, s3, past s2,
+// which comes first in number order but is not in its list. ServerNumber tells which server it is on.
+func TestAClientGivenServersWalksThemInOrder(t *testing.T) {
+	w := New(Config{Seed: 5, Servers: 3})
+	defer w.Close()
+	if w.Leader() != 3 {
+		t.Fatalf("leader s%d, want s3", w.Leader())
+	}
+	c, err := w.NewClient(ClientConfig{SessionTimeout: 4 * time.Second, Servers: []int{1, 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := c.ServerNumber(); n != 0 {
+		t.Fatalf("on s%d before it dialed", n)
+	}
+	if err := w.RunFor(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	sid := c.SessionID()
+	if sid == 0 || c.ServerNumber() != 1 || w.ens.ServerOf(c.conn.id) != 1 {
+		t.Fatalf("session %#x on s%d (ensemble: s%d), want s1, the first of its list", sid, c.ServerNumber(), w.ens.ServerOf(c.conn.id))
+	}
+	if err := w.Inject(Fault{Kind: FaultServerCrash, Server: 1, Duration: 20 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunFor(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if c.SessionID() != sid || c.ServerNumber() != 3 || w.ens.ServerOf(c.conn.id) != 3 {
+		t.Fatalf("after s1 crashed: session %#x (was %#x) on s%d, want s3, the next of its list", c.SessionID(), sid, c.ServerNumber())
+	}
+}
+
+// A connect string names servers of the world, each once.
+func TestAClientsServersAreChecked(t *testing.T) {
+	w := New(Config{Seed: 1, Servers: 3})
+	defer w.Close()
+	for _, servers := range [][]int{{0}, {4}, {1, 2, 1}} {
+		if _, err := w.NewClient(ClientConfig{SessionTimeout: time.Second, Servers: servers}); err == nil {
+			t.Errorf("servers %v: accepted", servers)
+		}
+	}
+	single := New(Config{Seed: 1})
+	defer single.Close()
+	if _, err := single.NewClient(ClientConfig{SessionTimeout: time.Second, Servers: []int{2}}); err == nil {
+		t.Error("a single server's client given s2: accepted")
+	}
+	c, err := single.NewClient(ClientConfig{SessionTimeout: time.Second, Servers: []int{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := single.RunFor(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if c.ServerNumber() != 1 {
+		t.Fatalf("the single server's client on s%d", c.ServerNumber())
+	}
+}

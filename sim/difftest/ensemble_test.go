@@ -297,13 +297,7 @@ func TestEnsembleDifferential(t *testing.T) {
 // ensembleKnownGaps are cases whose outcomes on a backend differ from the
 // real ensemble's today, with why; each must keep differing (the test
 // fails when one agrees: delete it from here then).
-var ensembleKnownGaps = map[string]string{
-	// seed 1: s3 leads and crashes; s2 leads epoch 2 at 712 ms; c1
-	// reconnects to follower s1 at 1 s and sends sync, which s1 applies
-	// and never answers; c1's read times out at 3.67 s and the sync fails
-	// with ErrConnectionClosed. A real follower answers it at once.
-	"sim/AnyServerLeaderKilled": "a sync on a follower right after a failover is never answered",
-}
+var ensembleKnownGaps = map[string]string{}
 
 var ensembleCases = []struct {
 	name string
@@ -983,9 +977,10 @@ func (b *realEnsemble) Attach(c, id int) (func(), error) {
 }
 
 // simEnsemble is the simulated backend: a world of three servers, each
-// client dialing every server (sim.ClientConfig has no connect string of
-// its own yet: Dial of fewer servers is errNotModelled), each step a task
-// of its client's process, the world run until it is done.
+// client on the servers Dial names (every server: shuffled by the seed,
+// as go-zookeeper shuffles its connect string; fewer: walked in the given
+// order), each step a task of its client's process, the world run until
+// it is done.
 type simEnsemble struct {
 	t        *testing.T
 	w        *sim.World
@@ -1015,10 +1010,11 @@ func (b *simEnsemble) Leader() (int, error) {
 }
 
 func (b *simEnsemble) Dial(servers []int, sessionTimeout time.Duration) (int, error) {
+	cfg := sim.ClientConfig{SessionTimeout: sessionTimeout}
 	if !slices.Equal(slices.Sorted(slices.Values(servers)), allServers) {
-		return 0, errNotModelled
+		cfg.Servers = servers
 	}
-	c, err := b.w.NewClient(sim.ClientConfig{SessionTimeout: sessionTimeout})
+	c, err := b.w.NewClient(cfg)
 	if err != nil {
 		return 0, err
 	}
@@ -1053,7 +1049,7 @@ func (b *simEnsemble) Start(c int, fn func(ctx context.Context, conn recipes.Con
 	return b.w.Run
 }
 
-func (b *simEnsemble) ServerOf(int) int { return 0 } // not told by sim.Client
+func (b *simEnsemble) ServerOf(c int) int { return b.clients[c-1].ServerNumber() }
 
 func (b *simEnsemble) Crash(id int, d time.Duration) error {
 	b.crashEnd = max(b.crashEnd, b.w.Now()+d)
