@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,13 +116,16 @@ func TestLeaderSelectorWorkEndsWhenTermIsSuspended(t *testing.T) {
 		e := b.open(t, 3)
 		c1, c2 := e.Conn(t), e.Conn(t)
 		s1, s2 := recipes.NewLeaderSelector(c1, "/election/w"), recipes.NewLeaderSelector(c2, "/election/w")
-		var first, second int64
+		// first is read by the follower's task, a goroutine of its own on
+		// a real server.
+		var first atomic.Int64
+		var second int64
 		var ended error
 		e.Go(c1, "leader", func(ctx context.Context) {
 			lctx, cancel := within(c1, time.Minute)
 			defer cancel()
 			s1.Lead(lctx, func(wctx context.Context, term *recipes.Lease) error {
-				first = term.Token()
+				first.Store(term.Token())
 				if err := e.Inject(c1, sim.FaultExpire, 0); err != nil {
 					t.Errorf("expire: %v", err)
 				}
@@ -130,7 +134,15 @@ func TestLeaderSelectorWorkEndsWhenTermIsSuspended(t *testing.T) {
 			})
 		})
 		e.Go(c2, "follower", func(ctx context.Context) {
-			c2.Sleep(ctx, 10*time.Millisecond)
+			// The follower campaigns once the leader leads: a fixed head
+			// start let a loaded real server take the follower's create
+			// first.
+			for first.Load() == 0 {
+				if err := c2.Sleep(ctx, 10*time.Millisecond); err != nil {
+					t.Errorf("follower: %v", err)
+					return
+				}
+			}
 			lctx, cancel := within(c2, time.Minute)
 			defer cancel()
 			if err := s2.Lead(lctx, func(_ context.Context, term *recipes.Lease) error {
@@ -146,8 +158,8 @@ func TestLeaderSelectorWorkEndsWhenTermIsSuspended(t *testing.T) {
 		if !errors.Is(ended, context.Canceled) {
 			t.Errorf("the leader's work ended with %v, want context.Canceled from the listener", ended)
 		}
-		if first == 0 || second <= first {
-			t.Errorf("epochs %#x then %#x: want the second higher", first, second)
+		if first.Load() == 0 || second <= first.Load() {
+			t.Errorf("epochs %#x then %#x: want the second higher", first.Load(), second)
 		}
 	})
 }
