@@ -117,7 +117,7 @@ func openReal(t *testing.T, _ uint64) env {
 // whose clients dial makes.
 func newRealEnv(t *testing.T, admin *zkconn.Conn, dial func(t *testing.T) (*zkconn.Conn, *zktest.Proxy)) *realEnv {
 	e := &realEnv{t: t, dial: dial, admin: admin, root: "/zklab-recipes-" + admin.GUID()[:16], clients: map[recipes.Conn]*realClient{}}
-	if _, err := admin.Create(context.Background(), e.root, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if err := makeNamespace(admin, e.root); err != nil {
 		t.Fatalf("making the namespace %s: %v", e.root, err)
 	}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
@@ -125,6 +125,28 @@ func newRealEnv(t *testing.T, admin *zkconn.Conn, dial func(t *testing.T) (*zkco
 	// closes (registered later, by Conn) run before this.
 	t.Cleanup(e.Close)
 	return e
+}
+
+// makeNamespace creates root, trying again while the connection to the
+// server is lost: under a full make test the shared server is loaded by
+// the other packages' ZooKeepers, and a lost connection while the test is
+// only setting up is not what it tests. A create that went through before
+// its reply was lost shows as the node existing already.
+func makeNamespace(admin *zkconn.Conn, root string) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt) * time.Second)
+		}
+		_, err = admin.Create(context.Background(), root, nil, 0, zk.WorldACL(zk.PermAll))
+		switch {
+		case err == nil, attempt > 0 && errors.Is(err, zk.ErrNodeExists):
+			return nil
+		case !errors.Is(err, zk.ErrConnectionClosed) && !errors.Is(err, zk.ErrNoServer):
+			return err
+		}
+	}
+	return err
 }
 
 // Conn dials a client through a proxy of its own and waits for its
