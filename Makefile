@@ -9,8 +9,14 @@ GO ?= go
 # cmd/zklab runs go-zookeeper's integration suite against a real
 # ZooKeeper and against zklab serve, so a package may take longer than
 # go test's default 10-minute limit on a loaded machine.
+#
+# cmd/zklab runs first, on its own: its real ZooKeepers, ensembles and
+# JVM clients (Curator, kazoo) would otherwise share the 2 cores with the
+# real-server tests of recipes and sim/difftest, whose sessions then time
+# out. The other packages run together after it.
 test: deps vet
-	$(GO) test -race -count=1 -timeout 45m ./...
+	$(GO) test -race -count=1 -timeout 45m ./cmd/zklab
+	$(GO) test -race -count=1 -timeout 45m $$($(GO) list ./... | grep -v '/cmd/zklab$$')
 	$(MAKE) fuzz
 
 FUZZTIME ?= 10s
