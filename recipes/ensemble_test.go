@@ -3,7 +3,6 @@ package recipes_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -101,41 +100,7 @@ func openEnsemble(t *testing.T, place func(t *testing.T, e *zktest.Ensemble, k i
 // (or the leadership) of recipe r; never two holders, every grant made,
 // the fencing tokens growing in grant order, nothing left behind.
 func exclusionCycles(t *testing.T, b backend, r recipes.Recipe) {
-	e := b.open(t, 1)
-	const clients, rounds = 6, 3
-	var tr tracker
-	for i := range clients {
-		c := e.Conn(t)
-		l := r.New(c, "/locks/x", recipes.Options{})
-		e.Go(c, fmt.Sprint("client", i), func(ctx context.Context) {
-			for range rounds {
-				actx, cancel := within(c, time.Minute)
-				lease, err := l.Acquire(actx)
-				cancel()
-				if err != nil {
-					t.Errorf("client %d: acquire: %v", i, err)
-					return
-				}
-				tr.enter(fmt.Sprint(i), lease.Token())
-				c.Sleep(ctx, 20*time.Millisecond)
-				tr.exit()
-				if err := lease.Release(ctx); err != nil {
-					t.Errorf("client %d: release: %v", i, err)
-				}
-			}
-		})
-	}
-	if err := e.Run(); err != nil {
-		t.Fatal(err)
-	}
-	if tr.maxIn != 1 {
-		t.Errorf("%d holders at once", tr.maxIn)
-	}
-	if len(tr.tokens) != clients*rounds {
-		t.Errorf("%d grants, want %d", len(tr.tokens), clients*rounds)
-	}
-	checkGrowing(t, tr.tokens)
-	checkNoLockNodes(t, e, nil, "/locks")
+	takeTurns(t, b.open(t, 1), r, 6, 3, 20*time.Millisecond, "")
 }
 
 // TestEnsembleRecipeTable runs every registered recipe on a real
