@@ -176,6 +176,10 @@ func (e *Ensemble) Member(i int) *Server { return e.members[i-1].srv }
 // Up reports whether member i's process runs.
 func (e *Ensemble) Up(i int) bool { return e.members[i-1].up }
 
+// Serving reports whether member i answers clients: it runs and follows
+// (or is) a leader it reaches. A driver reports it as the member's mode.
+func (e *Ensemble) Serving(i int) bool { return e.serving(e.members[i-1]) }
+
 // Committed is the number of transactions committed so far.
 func (e *Ensemble) Committed() int { return len(e.committed) }
 

@@ -21,6 +21,11 @@ const (
 	electionSpreadMs = 351
 )
 
+// ElectionMinMs is the shortest leader election measured on a real
+// ensemble: a driver on wall-clock time (zklab serve) waits it after a
+// leader is lost, or a quorum is back, before it elects.
+const ElectionMinMs = electionMinMs
+
 // ensembleFaults is what the world keeps of the server faults under way:
 // each member's end of crash, partition and lag, so that overlapping
 // faults end when the last one does.

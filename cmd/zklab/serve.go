@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -107,6 +108,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	snapCount := fs.Int("snap-count", 0, "snapCount: inputs logged before the journal writes a snapshot and starts a new log (default 100000)")
 	oracleAddr := fs.String("oracle", "", "cross-check: send every request also to the real ZooKeeper at HOST:PORT and report each difference")
 	controlAddr := fs.String("control", "", "serve the control API (faults, sessions) over HTTP on HOST:PORT")
+	servers := fs.Int("servers", 0, "serve a simulated ensemble of 3 or 5 servers, on consecutive client ports from --listen's")
+	hostDir := fs.String("host-ensemble", "", "internal: hold the simulated ensemble of the member processes whose dataDirs are in DIR (a member process starts it)")
 	if err := parseFlags(fs, c, args, stdout); err != nil {
 		return err
 	}
@@ -168,6 +171,27 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	s, err := newServeSettings(cfg, *listen, *extended)
 	if err != nil {
 		return err
+	}
+	if set["servers"] || len(cfg.servers) > 0 || set["host-ensemble"] {
+		switch {
+		case set["servers"] && !slices.Contains(ensembleSizes, *servers):
+			return usagef("--servers %d: the simulated ensembles have 3 or 5 servers", *servers)
+		case set["servers"] && len(cfg.servers) > 0:
+			return usagef("--servers: the zoo.cfg %s lists its servers (line %d)", *zooCfg, cfg.servers[0].line)
+		case set["host-ensemble"] && len(cfg.servers) == 0:
+			return usagef("--host-ensemble: needs a zoo.cfg with server.N lines")
+		}
+		// The ensemble lives in memory: nothing below has an ensemble
+		// counterpart yet, and a flag silently not honoured would mislead.
+		for _, name := range []string{"history", "oracle", "control", "data-dir", "fsync", "snap-count"} {
+			if set[name] {
+				return usagef("--%s: not supported with a simulated ensemble", name)
+			}
+		}
+		if set["servers"] && cfg.dataDir != "" {
+			return usagef("%s: dataDir: zklab serve --servers keeps its ensemble in memory only (a zoo.cfg with server.N lines runs one member per process)", *zooCfg)
+		}
+		return serveEnsembleMode(cfg, s, *servers, *hostDir, args, stdout, stderr)
 	}
 	s.warnings = stderr
 	s.oracle, s.oracleReport = *oracleAddr, stderr

@@ -47,7 +47,34 @@ type zooConfig struct {
 	// "zookeeper." + key, so this line configures the super user as
 	// -Dzookeeper.DigestAuthenticationProvider.superDigest does.
 	superDigest string
+	// servers are the server.N lines, in the order of their lines: an
+	// ensemble's members (zklab serve simulates one, serve_ensemble.go).
+	servers []zooServer
 }
+
+// zooServer is one server.N line of a zoo.cfg:
+// server.N=host:quorumPort:electionPort[:participant][;[clientAddress:]clientPort]
+// (QuorumPeer.QuorumServer).
+type zooServer struct {
+	id                    int
+	host                  string
+	quorumPort, electPort int
+	clientPort            int // 0 when the line has none
+	clientAddress         string
+	line                  int // where it was read
+}
+
+// String is the line's value as zoo.cfg writes it.
+func (z zooServer) String() string {
+	s := fmt.Sprintf("server.%d=%s:%d:%d", z.id, z.host, z.quorumPort, z.electPort)
+	if z.clientPort != 0 {
+		s += ";" + net.JoinHostPort(z.clientAddress, strconv.Itoa(z.clientPort))
+	}
+	return s
+}
+
+// ensembleSizes are the ensembles sim.NewEnsemble makes.
+var ensembleSizes = []int{3, 5}
 
 // superDigestKey is the zoo.cfg key of the super user's digest.
 const superDigestKey = "DigestAuthenticationProvider.superDigest"
@@ -134,12 +161,34 @@ func parseZooConfig(file string, r io.Reader) (zooConfig, error) {
 			return cfg, bad("%s set again (first on line %d)", key, prev)
 		}
 		seen[key] = line
+		if isIndexedKey(key, "server.") {
+			z, err := parseZooServer(key, value)
+			if err != nil {
+				return cfg, bad("%v", err)
+			}
+			z.line = line
+			cfg.servers = append(cfg.servers, z)
+			continue
+		}
 		if err := cfg.set(key, value); err != nil {
 			return cfg, bad("%v", err)
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return cfg, &zooConfigError{file: file, line: line + 1, msg: err.Error()}
+	}
+	if n := len(cfg.servers); n > 0 && !slices.Contains(ensembleSizes, n) {
+		// One server.N line is a standalone server to ZooKeeper (with
+		// standaloneEnabled); the simulator's ensembles have 3 or 5.
+		return cfg, &zooConfigError{file: file, line: cfg.servers[n-1].line,
+			msg: fmt.Sprintf("%d server.N lines: zklab serve simulates an ensemble of 3 or 5 servers (or, without server.N lines, one standalone server)", n)}
+	}
+	for _, z := range cfg.servers {
+		if z.id > len(cfg.servers) {
+			// The simulated ensemble's members are s1..sN.
+			return cfg, &zooConfigError{file: file, line: z.line,
+				msg: fmt.Sprintf("server.%d: with %d server.N lines, the server ids must be 1..%d", z.id, len(cfg.servers), len(cfg.servers))}
+		}
 	}
 	if cfg.minSessionTimeoutMs > 0 && cfg.maxSessionTimeoutMs > 0 && cfg.minSessionTimeoutMs > cfg.maxSessionTimeoutMs {
 		return cfg, &zooConfigError{file: file, line: seen["minSessionTimeout"],
@@ -220,11 +269,47 @@ func (cfg *zooConfig) set(key, value string) error {
 	if slices.Contains(ignoredZooKeys, key) || isIndexedKey(key, "authProvider.") {
 		return nil
 	}
-	if isIndexedKey(key, "server.") {
-		return fmt.Errorf("%s: zklab serve runs one standalone server, not an ensemble", key)
-	}
 	return fmt.Errorf("unknown key %q (zklab serve reads clientPort, clientPortAddress, tickTime, minSessionTimeout, maxSessionTimeout, maxClientCnxns, 4lw.commands.whitelist, dataDir, forceSync, snapCount, autopurge.snapRetainCount, autopurge.purgeInterval, %s, and ignores %s, authProvider.N)",
 		key, superDigestKey, strings.Join(ignoredZooKeys, ", "))
+}
+
+// parseZooServer reads server.N=host:quorumPort:electionPort[:role][;[clientAddress:]clientPort],
+// as QuorumPeer.QuorumServer does; the role must be participant (the
+// simulated ensemble has no observers).
+func parseZooServer(key, value string) (zooServer, error) {
+	id, err := strconv.Atoi(strings.TrimPrefix(key, "server."))
+	if err != nil || id < 1 || id > 255 {
+		return zooServer{}, fmt.Errorf("%s: the server id must be 1..255 (myid)", key)
+	}
+	z := zooServer{id: id}
+	addr, client, hasClient := strings.Cut(value, ";")
+	parts := strings.Split(addr, ":")
+	if len(parts) < 3 || len(parts) > 4 || parts[0] == "" {
+		return zooServer{}, fmt.Errorf("%s=%s is not host:quorumPort:electionPort[:participant][;[clientAddress:]clientPort]", key, value)
+	}
+	z.host = parts[0]
+	for i, p := range []*int{&z.quorumPort, &z.electPort} {
+		n, err := parseInt(key+[]string{" quorum port", " election port"}[i], parts[i+1], 1, 65535)
+		if err != nil {
+			return zooServer{}, err
+		}
+		*p = int(n)
+	}
+	if len(parts) == 4 && parts[3] != "participant" {
+		return zooServer{}, fmt.Errorf("%s: role %q: the simulated ensemble has participants only (no observers)", key, parts[3])
+	}
+	if hasClient {
+		host, port := "", client
+		if i := strings.LastIndex(client, ":"); i >= 0 {
+			host, port = client[:i], client[i+1:]
+		}
+		n, err := parseInt(key+" client port", port, 1, 65535)
+		if err != nil {
+			return zooServer{}, err
+		}
+		z.clientAddress, z.clientPort = host, int(n)
+	}
+	return z, nil
 }
 
 // isIndexedKey reports whether key is prefix followed by a number, as in

@@ -54,8 +54,9 @@ type FourLetterConf struct {
 // is not in the whitelist.", as ZooKeeper answers it; an unknown word
 // gets nothing. Set it as Config.FourLetterWord (Answer), then fill Server.
 type FourLetterWords struct {
-	// Server is the server the words describe; set it after New.
-	Server *Server
+	// Server is the server the words describe (a *Server, or a member of
+	// an EnsembleServer); set it after New.
+	Server FourLetterServer
 	// Whitelist is 4lw.commands.whitelist: the words answered, "*" for
 	// all. nil means srvr alone, ZooKeeper 3.5+'s default.
 	Whitelist []string
@@ -67,6 +68,22 @@ type FourLetterWords struct {
 	Now func() time.Time
 }
 
+// FourLetterServer is what the four-letter words read of a server: a
+// standalone *Server, or one member of an EnsembleServer (Member).
+type FourLetterServer interface {
+	Stats() Stats
+	Conns() []ConnInfo
+	ResetStats()
+	// Inspect runs fn with the simulated server whose state the words
+	// show (a member's applied state), under the server's lock.
+	Inspect(fn func(srv *sim.Server))
+}
+
+// notServing is what ZooKeeper 3.8 answers the words that need a running
+// server while it has none (FourLetterCommands.ZK_NOT_SERVING): an
+// ensemble member without a leader.
+const notServing = "This ZooKeeper instance is not currently serving requests\n"
+
 // fourLetterWords is every word FourLetterWords answers.
 var fourLetterWords = []string{"conf", "cons", "crst", "dump", "envi", "isro", "mntr", "ruok", "srst", "srvr", "stat", "wchc", "wchp", "wchs"}
 
@@ -77,6 +94,17 @@ func (f *FourLetterWords) Answer(word string, w io.Writer) {
 	}
 	if !f.allowed(word) {
 		fmt.Fprintf(w, "%s is not executed because it is not in the whitelist.\n", word)
+		return
+	}
+	if word != "ruok" && word != "envi" && f.Server.Stats().Mode == "" {
+		// Every command but ruok and envi checks that the server runs
+		// first (FourLetterCommands' CommandThreads: "if (zkServer ==
+		// null)"); isro answers "null" then.
+		if word == "isro" {
+			io.WriteString(w, "null")
+		} else {
+			io.WriteString(w, notServing)
+		}
 		return
 	}
 	switch word {
@@ -150,7 +178,7 @@ func (f *FourLetterWords) srvr(w io.Writer, withClients bool) {
 	fmt.Fprintf(w, "Connections: %d\n", st.Connections)
 	fmt.Fprintf(w, "Outstanding: %d\n", st.Outstanding)
 	fmt.Fprintf(w, "Zxid: 0x%x\n", uint64(st.Zxid))
-	io.WriteString(w, "Mode: standalone\n")
+	fmt.Fprintf(w, "Mode: %s\n", st.Mode)
 	fmt.Fprintf(w, "Node count: %d\n", nodeCount(st))
 }
 
@@ -165,7 +193,7 @@ func (f *FourLetterWords) mntr(w io.Writer) {
 	st := f.Server.Stats()
 	kv := func(k string, v any) { fmt.Fprintf(w, "zk_%s\t%v\n", k, v) }
 	kv("version", ServerVersion)
-	kv("server_state", "standalone")
+	kv("server_state", st.Mode)
 	kv("ephemerals_count", st.Ephemerals)
 	kv("num_alive_connections", st.Connections)
 	kv("avg_latency", javaDouble(st.AvgLatencyMs))

@@ -36,6 +36,10 @@ type ConnInfo struct {
 // Stats is what the four-letter words srvr, stat and mntr show of the
 // server as a whole.
 type Stats struct {
+	// Mode is the server's role as srvr's Mode line names it:
+	// "standalone", "leader" or "follower"; "" while it does not serve
+	// (an ensemble member without a leader).
+	Mode        string
 	Connections int
 	// Outstanding is the requests received and not yet answered.
 	Outstanding int
@@ -127,7 +131,7 @@ func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := Stats{
-		Connections: len(s.conns), Received: s.stats.received, Sent: s.stats.sent,
+		Mode: "standalone", Connections: len(s.conns), Received: s.stats.received, Sent: s.stats.sent,
 		Zxid: s.sim.LastZxid(), NodeCount: s.sim.NodeCount(), Sessions: len(s.sim.Sessions()),
 		ApproximateDataSize: s.sim.ApproximateDataSize(), Started: s.start,
 	}

@@ -1,0 +1,414 @@
+package main
+
+// zklab serve's simulated ensembles (sim.Ensemble over wire.EnsembleServer):
+//
+//   - zklab serve --servers N serves all N members from one process, on
+//     consecutive client ports;
+//   - zklab serve --zoo-cfg CFG, with server.N lines in CFG and the
+//     member's number in DATADIR/myid, is one member's process, as a test
+//     harness starts each ZooKeeper server of an ensemble with its own
+//     zkServer.sh start-foreground (go-zookeeper's StartTestCluster).
+//
+// The members of one simulated ensemble share one state machine, so
+// separate member processes cannot each hold theirs. The first member
+// process of a cluster starts a host process (zklab serve --host-ensemble
+// DIR), detached, that holds the ensemble; every member process, the first
+// too, registers with it. The host listens on the member's client port for
+// it while the member process lives. A member process killed (kill -9,
+// as go-zookeeper's harness stops a server) or stopped ends its
+// registration: the host crash-stops that member (sim.Ensemble.Crash: its
+// client connections close, its port closes, what it logged stays). The
+// member started again registers again and the host restarts it
+// (sim.Ensemble.Restart), and it rejoins the leader. So any member,
+// the first included, can be killed and restarted, as in a real ensemble.
+//
+// A cluster is the directory holding the members' dataDirs (go-zookeeper
+// makes DIR/srv1, DIR/srv2, DIR/srv3): the host writes its address to
+// DIR/zklab-ensemble.addr and its log to DIR/zklab-ensemble.log, and the
+// members take DIR/zklab-ensemble.lock while one of them starts it. The
+// host ends hostLinger after its last member is gone; the ensemble is in
+// its memory only, so a cluster whose members are all down for longer
+// starts empty.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/zklab/zklab/sim"
+	"github.com/zklab/zklab/sim/wire"
+)
+
+// hostLinger is how long a cluster's host outlives its last member
+// process: long enough for a harness that stops every server and starts
+// them again to find its data, short enough not to outlive a test run by
+// much.
+const hostLinger = 10 * time.Second
+
+// hostStartWait bounds how long a member process waits for the host it
+// started to listen.
+const hostStartWait = 15 * time.Second
+
+// Files in the cluster's directory.
+const (
+	hostAddrFile = "zklab-ensemble.addr"
+	hostLogFile  = "zklab-ensemble.log"
+	hostLockFile = "zklab-ensemble.lock"
+)
+
+// newServeEnsemble makes the simulated ensemble of n members with s's
+// settings, and its server; fourLetter[i-1] answers member i's words.
+func newServeEnsemble(s serveSettings, n int, log io.Writer) (*wire.EnsembleServer, []*wire.FourLetterWords) {
+	now := time.Now()
+	s.sim.EpochMs = now.UnixMilli()
+	flws := make([]*wire.FourLetterWords, n)
+	srv := wire.NewEnsemble(sim.NewEnsemble(s.sim, n), wire.EnsembleConfig{
+		MaxClientCnxns: s.maxClientCnxns,
+		FourLetterWord: func(i int, word string, w io.Writer) { flws[i-1].Answer(word, w) },
+		Log:            log,
+	})
+	for i := range flws {
+		flws[i] = &wire.FourLetterWords{Server: srv.Member(i + 1), Whitelist: s.whitelist, Conf: s.conf, Epoch: now}
+	}
+	return srv, flws
+}
+
+// memberAddress is member i's client address under --servers: the listen
+// address's port plus i-1, or a port of the kernel's choosing for port 0.
+func memberAddress(listen string, i int) string {
+	host, portText, _ := net.SplitHostPort(listen) // checked by newServeSettings
+	port, _ := strconv.Atoi(portText)
+	if port != 0 {
+		port += i - 1
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// runServeServers is zklab serve --servers N: the whole ensemble in this
+// process.
+func runServeServers(ctx context.Context, s serveSettings, n int, stdout, stderr io.Writer) error {
+	srv, flws := newServeEnsemble(s, n, stderr)
+	defer srv.Close()
+	done := make(chan error, n)
+	for i := 1; i <= n; i++ {
+		addr := memberAddress(s.listen, i)
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("listen on %s for s%d: %v", addr, i, err)
+		}
+		flws[i-1].Conf.ClientPort = ln.Addr().(*net.TCPAddr).Port
+		go func() { done <- srv.ServeMember(i, ln) }()
+		fmt.Fprintf(stdout, "zklab serve: s%d of %d listening on %s\n", i, n, ln.Addr())
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-done:
+		return err
+	}
+	srv.Close()
+	fmt.Fprintf(stdout, "zklab serve: stopped\n")
+	return nil
+}
+
+// readMyID reads DATADIR/myid, the member's number, as QuorumPeerConfig
+// does: a whole number, surrounding space ignored.
+func readMyID(dataDir string, n int) (int, error) {
+	if dataDir == "" {
+		return 0, usagef("a zoo.cfg with server.N lines needs a dataDir holding myid")
+	}
+	path := filepath.Join(dataDir, "myid")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, usagef("%v", err)
+	}
+	text := strings.TrimSpace(string(b))
+	id, err := strconv.Atoi(text)
+	if err != nil || id < 1 || id > n {
+		return 0, usagef("%s:1: myid %q is not a server of the zoo.cfg's server.1..server.%d", path, text, n)
+	}
+	return id, nil
+}
+
+// serversLine is the cfg's server.N lines as one line: every member of a
+// cluster must list the same servers.
+func serversLine(cfg zooConfig) string {
+	var parts []string
+	for _, z := range cfg.servers {
+		parts = append(parts, z.String())
+	}
+	return strings.Join(parts, " ")
+}
+
+// runServeMember is one member's process: it registers with the cluster's
+// host, starting it first if need be, and lives until a signal or the
+// host's end.
+func runServeMember(ctx context.Context, cfg zooConfig, s serveSettings, args []string, stdout io.Writer) error {
+	n := len(cfg.servers)
+	id, err := readMyID(cfg.dataDir, n)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(filepath.Clean(cfg.dataDir))
+	hc, err := dialOrStartHost(dir, args)
+	if err != nil {
+		return err
+	}
+	defer hc.Close()
+	fmt.Fprintf(hc, "join\t%d\t%s\t%s\t%s\n", id, s.listen, cfg.dataDir, serversLine(cfg))
+	r := bufio.NewReader(hc)
+	reply, err := r.ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("the ensemble's host at %s did not answer: %v (see %s)", dir, err, filepath.Join(dir, hostLogFile))
+	}
+	verdict, detail, _ := strings.Cut(strings.TrimSuffix(reply, "\n"), "\t")
+	if verdict != "ok" {
+		return usagef("%s", detail)
+	}
+	fmt.Fprintf(stdout, "zklab serve: s%d of a simulated ensemble of %d, listening on %s (the ensemble's host logs to %s)\n",
+		id, n, detail, filepath.Join(dir, hostLogFile))
+	hostGone := make(chan error, 1)
+	go func() {
+		_, err := r.ReadByte()
+		hostGone <- err
+	}()
+	select {
+	case <-ctx.Done():
+		fmt.Fprintf(stdout, "zklab serve: stopped\n")
+		return nil
+	case err := <-hostGone:
+		return fmt.Errorf("the ensemble's host ended (%v): see %s", err, filepath.Join(dir, hostLogFile))
+	}
+}
+
+// dialOrStartHost connects to the cluster's host, starting it if none
+// answers. The lock file makes the members of a cluster started at once
+// start one host.
+func dialOrStartHost(dir string, args []string) (net.Conn, error) {
+	lock, err := os.OpenFile(filepath.Join(dir, hostLockFile), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return nil, fmt.Errorf("lock %s: %v", lock.Name(), err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	if c, err := dialHost(dir); err == nil {
+		return c, nil
+	}
+	os.Remove(filepath.Join(dir, hostAddrFile)) // a host that is gone
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	log, err := os.OpenFile(filepath.Join(dir, hostLogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	defer log.Close()
+	// Detached, and with none of this process's files: a harness that
+	// waits for its server's output to end (os/exec with a writer) must
+	// not wait for the host.
+	cmd := exec.Command(exe, append([]string{"serve"}, append(args, "--host-ensemble", dir)...)...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the ensemble's host: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(hostStartWait)
+	for {
+		if c, err := dialHost(dir); err == nil {
+			return c, nil
+		}
+		select {
+		case err := <-exited:
+			return nil, fmt.Errorf("the ensemble's host exited (%v): see %s", err, log.Name())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the ensemble's host did not listen within %v: see %s", hostStartWait, log.Name())
+		}
+	}
+}
+
+func dialHost(dir string) (net.Conn, error) {
+	addr, err := os.ReadFile(filepath.Join(dir, hostAddrFile))
+	if err != nil {
+		return nil, err
+	}
+	return net.DialTimeout("tcp", strings.TrimSpace(string(addr)), time.Second)
+}
+
+// ensembleHost is a cluster's host process.
+type ensembleHost struct {
+	dir     string
+	servers string // the cluster's server.N lines
+	s       serveSettings
+	srv     *wire.EnsembleServer
+	flws    []*wire.FourLetterWords
+
+	mu      sync.Mutex
+	members map[int]net.Conn // the registered member processes
+	linger  *time.Timer
+	idle    chan struct{} // closed when the last member has been gone hostLinger
+	ending  sync.Once
+}
+
+// lingerOver ends the host if still no member process is registered.
+func (h *ensembleHost) lingerOver() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.members) == 0 {
+		h.ending.Do(func() { close(h.idle) })
+	}
+}
+
+// runEnsembleHost is zklab serve --host-ensemble DIR.
+func runEnsembleHost(ctx context.Context, cfg zooConfig, s serveSettings, dir string, stdout io.Writer) error {
+	n := len(cfg.servers)
+	srv, flws := newServeEnsemble(s, n, stdout)
+	defer srv.Close()
+	// No member process runs yet: each member is down until its process
+	// registers.
+	for i := 1; i <= n; i++ {
+		srv.Crash(i)
+	}
+	h := &ensembleHost{dir: dir, servers: serversLine(cfg), s: s, srv: srv, flws: flws,
+		members: make(map[int]net.Conn), idle: make(chan struct{})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	addrPath := filepath.Join(dir, hostAddrFile)
+	tmp := addrPath + ".tmp"
+	if err := os.WriteFile(tmp, []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, addrPath); err != nil {
+		return err
+	}
+	defer func() {
+		if b, err := os.ReadFile(addrPath); err == nil && strings.TrimSpace(string(b)) == ln.Addr().String() {
+			os.Remove(addrPath)
+		}
+	}()
+	fmt.Fprintf(stdout, "zklab serve: host of a simulated ensemble of %d for %s, pid %d, on %s\n", n, dir, os.Getpid(), ln.Addr())
+	h.mu.Lock()
+	h.linger = time.AfterFunc(hostLinger, h.lingerOver)
+	h.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go h.serveMemberProcess(c, stdout)
+		}
+	}()
+	select {
+	case <-ctx.Done():
+	case <-h.idle:
+		fmt.Fprintf(stdout, "zklab serve: no member for %v: the host ends\n", hostLinger)
+	}
+	return nil
+}
+
+// serveMemberProcess handles one member process's registration, and
+// crash-stops the member when the process's connection ends.
+func (h *ensembleHost) serveMemberProcess(c net.Conn, log io.Writer) {
+	defer c.Close()
+	r := bufio.NewReader(c)
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return
+	}
+	fields := strings.Split(strings.TrimSuffix(line, "\n"), "\t")
+	refuse := func(format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		fmt.Fprintf(log, "zklab serve: refused a member: %s\n", msg)
+		fmt.Fprintf(c, "error\t%s\n", msg)
+	}
+	if len(fields) != 5 || fields[0] != "join" {
+		refuse("not a registration: %q", line)
+		return
+	}
+	id, err := strconv.Atoi(fields[1])
+	if err != nil || id < 1 || id > h.srv.Servers() {
+		refuse("member %q is not one of s1..s%d", fields[1], h.srv.Servers())
+		return
+	}
+	if fields[4] != h.servers {
+		refuse("its zoo.cfg's servers (%s) are not the ensemble's (%s) at %s", fields[4], h.servers, h.dir)
+		return
+	}
+	h.mu.Lock()
+	if old := h.members[id]; old != nil {
+		// The member's process was replaced before its old connection's
+		// end reached the host: the old one is dead.
+		old.Close()
+		delete(h.members, id)
+		h.srv.Crash(id)
+	}
+	ln, err := net.Listen("tcp", fields[2])
+	if err != nil {
+		h.mu.Unlock()
+		refuse("s%d: listen on %s: %v", id, fields[2], err)
+		return
+	}
+	h.members[id] = c
+	h.linger.Stop()
+	flw := h.flws[id-1]
+	flw.Conf.ClientPort = ln.Addr().(*net.TCPAddr).Port
+	flw.Conf.DataDir = fields[3]
+	h.srv.Restart(id)
+	go h.srv.ServeMember(id, ln)
+	h.mu.Unlock()
+	fmt.Fprintf(log, "%s zklab serve: s%d's process registered; serving it on %s\n", time.Now().UTC().Format("15:04:05.000"), id, ln.Addr())
+	fmt.Fprintf(c, "ok\t%s\n", ln.Addr())
+
+	_, err = io.Copy(io.Discard, r) // until the member process ends
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.members[id] != c {
+		return // replaced
+	}
+	if err == nil || errors.Is(err, net.ErrClosed) {
+		err = io.EOF
+	}
+	fmt.Fprintf(log, "%s zklab serve: s%d's process ended (%v): s%d crashes\n", time.Now().UTC().Format("15:04:05.000"), id, err, id)
+	delete(h.members, id)
+	h.srv.Crash(id)
+	if len(h.members) == 0 {
+		h.linger.Reset(hostLinger)
+	}
+}
+
+// serveEnsembleMode runs serve with an ensemble, after the zoo.cfg and
+// flags are read: --servers N, a member's process, or a cluster's host.
+func serveEnsembleMode(cfg zooConfig, s serveSettings, servers int, hostDir string, args []string, stdout, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	switch {
+	case servers > 0:
+		return runServeServers(ctx, s, servers, stdout, stderr)
+	case hostDir != "":
+		return runEnsembleHost(ctx, cfg, s, hostDir, stdout)
+	default:
+		return runServeMember(ctx, cfg, s, args, stdout)
+	}
+}
