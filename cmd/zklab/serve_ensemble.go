@@ -151,9 +151,13 @@ func serversLine(cfg zooConfig) string {
 	return strings.Join(parts, " ")
 }
 
-// runServeMember is one member's process: it registers with the cluster's
-// host, starting it first if need be, and lives until a signal or the
-// host's end.
+// runServeMember is one member's process: it listens on the member's
+// client port, registers with the cluster's host (starting it first if
+// need be), and forwards each client connection to the host, until a
+// signal or the host's end. The client connections are this process's
+// sockets, so that its death closes them at once, as a ZooKeeper
+// server's does: a client's next request fails on the dead connection
+// and it moves on, as with a real ensemble.
 func runServeMember(ctx context.Context, cfg zooConfig, s serveSettings, args []string, stdout io.Writer) error {
 	n := len(cfg.servers)
 	id, err := readMyID(cfg.dataDir, n)
@@ -161,12 +165,17 @@ func runServeMember(ctx context.Context, cfg zooConfig, s serveSettings, args []
 		return err
 	}
 	dir := filepath.Dir(filepath.Clean(cfg.dataDir))
+	ln, err := net.Listen("tcp", s.listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %v", s.listen, err)
+	}
+	defer ln.Close()
 	hc, err := dialOrStartHost(dir, args)
 	if err != nil {
 		return err
 	}
 	defer hc.Close()
-	fmt.Fprintf(hc, "join\t%d\t%s\t%s\t%s\n", id, s.listen, cfg.dataDir, serversLine(cfg))
+	fmt.Fprintf(hc, "join\t%d\t%d\t%s\t%s\n", id, ln.Addr().(*net.TCPAddr).Port, cfg.dataDir, serversLine(cfg))
 	r := bufio.NewReader(hc)
 	reply, err := r.ReadString('\n')
 	if err != nil {
@@ -176,8 +185,18 @@ func runServeMember(ctx context.Context, cfg zooConfig, s serveSettings, args []
 	if verdict != "ok" {
 		return usagef("%s", detail)
 	}
+	hostAddr := hc.RemoteAddr().String()
 	fmt.Fprintf(stdout, "zklab serve: s%d of a simulated ensemble of %d, listening on %s (the ensemble's host logs to %s)\n",
-		id, n, detail, filepath.Join(dir, hostLogFile))
+		id, n, ln.Addr(), filepath.Join(dir, hostLogFile))
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go forwardToHost(nc, hostAddr, id)
+		}
+	}()
 	hostGone := make(chan error, 1)
 	go func() {
 		_, err := r.ReadByte()
@@ -190,6 +209,24 @@ func runServeMember(ctx context.Context, cfg zooConfig, s serveSettings, args []
 	case err := <-hostGone:
 		return fmt.Errorf("the ensemble's host ended (%v): see %s", err, filepath.Join(dir, hostLogFile))
 	}
+}
+
+// forwardToHost carries one client connection of member id to the host
+// and back, until either end closes.
+func forwardToHost(nc net.Conn, hostAddr string, id int) {
+	defer nc.Close()
+	hc, err := net.DialTimeout("tcp", hostAddr, time.Second)
+	if err != nil {
+		return
+	}
+	defer hc.Close()
+	if _, err := fmt.Fprintf(hc, "conn\t%d\t%s\n", id, nc.RemoteAddr()); err != nil {
+		return
+	}
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(hc, nc); done <- struct{}{} }()
+	go func() { io.Copy(nc, hc); done <- struct{}{} }()
+	<-done // either end closed: close both
 }
 
 // dialOrStartHost connects to the cluster's host, starting it if none
@@ -317,7 +354,7 @@ func runEnsembleHost(ctx context.Context, cfg zooConfig, s serveSettings, dir st
 			if err != nil {
 				return
 			}
-			go h.serveMemberProcess(c, stdout)
+			go h.serveProcessConn(c, stdout)
 		}
 	}()
 	select {
@@ -328,16 +365,28 @@ func runEnsembleHost(ctx context.Context, cfg zooConfig, s serveSettings, dir st
 	return nil
 }
 
-// serveMemberProcess handles one member process's registration, and
-// crash-stops the member when the process's connection ends.
-func (h *ensembleHost) serveMemberProcess(c net.Conn, log io.Writer) {
-	defer c.Close()
+// serveProcessConn reads what a member process connected for: to
+// register ("join"), or to forward one of its clients ("conn").
+func (h *ensembleHost) serveProcessConn(c net.Conn, log io.Writer) {
 	r := bufio.NewReader(c)
 	line, err := r.ReadString('\n')
 	if err != nil {
+		c.Close()
 		return
 	}
 	fields := strings.Split(strings.TrimSuffix(line, "\n"), "\t")
+	if len(fields) == 3 && fields[0] == "conn" {
+		id, err := strconv.Atoi(fields[1])
+		remote, rerr := net.ResolveTCPAddr("tcp", fields[2])
+		if err != nil || id < 1 || id > h.srv.Servers() || rerr != nil {
+			c.Close()
+			return
+		}
+		// The client's own address, for the ip scheme and maxClientCnxns.
+		h.srv.ServeMemberConn(id, &forwardedConn{Conn: c, r: r, remote: remote})
+		return
+	}
+	defer c.Close()
 	refuse := func(format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)
 		fmt.Fprintf(log, "zklab serve: refused a member: %s\n", msg)
@@ -352,6 +401,7 @@ func (h *ensembleHost) serveMemberProcess(c net.Conn, log io.Writer) {
 		refuse("member %q is not one of s1..s%d", fields[1], h.srv.Servers())
 		return
 	}
+	port, _ := strconv.Atoi(fields[2])
 	if fields[4] != h.servers {
 		refuse("its zoo.cfg's servers (%s) are not the ensemble's (%s) at %s", fields[4], h.servers, h.dir)
 		return
@@ -364,22 +414,15 @@ func (h *ensembleHost) serveMemberProcess(c net.Conn, log io.Writer) {
 		delete(h.members, id)
 		h.srv.Crash(id)
 	}
-	ln, err := net.Listen("tcp", fields[2])
-	if err != nil {
-		h.mu.Unlock()
-		refuse("s%d: listen on %s: %v", id, fields[2], err)
-		return
-	}
 	h.members[id] = c
 	h.linger.Stop()
 	flw := h.flws[id-1]
-	flw.Conf.ClientPort = ln.Addr().(*net.TCPAddr).Port
+	flw.Conf.ClientPort = port
 	flw.Conf.DataDir = fields[3]
 	h.srv.Restart(id)
-	go h.srv.ServeMember(id, ln)
 	h.mu.Unlock()
-	fmt.Fprintf(log, "%s zklab serve: s%d's process registered; serving it on %s\n", time.Now().UTC().Format("15:04:05.000"), id, ln.Addr())
-	fmt.Fprintf(c, "ok\t%s\n", ln.Addr())
+	fmt.Fprintf(log, "%s zklab serve: s%d's process registered (client port %d)\n", time.Now().UTC().Format("15:04:05.000"), id, port)
+	fmt.Fprintf(c, "ok\n")
 
 	_, err = io.Copy(io.Discard, r) // until the member process ends
 	h.mu.Lock()
@@ -397,6 +440,18 @@ func (h *ensembleHost) serveMemberProcess(c net.Conn, log io.Writer) {
 		h.linger.Reset(hostLinger)
 	}
 }
+
+// forwardedConn is a client connection a member process forwards: what
+// its reader buffered past the header comes first, and its remote
+// address is the client's.
+type forwardedConn struct {
+	net.Conn
+	r      *bufio.Reader
+	remote net.Addr
+}
+
+func (c *forwardedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
+func (c *forwardedConn) RemoteAddr() net.Addr       { return c.remote }
 
 // serveEnsembleMode runs serve with an ensemble, after the zoo.cfg and
 // flags are read: --servers N, a member's process, or a cluster's host.

@@ -129,6 +129,11 @@ func (s *EnsembleServer) ServeMember(i int, l net.Listener) error {
 	}
 }
 
+// ServeMemberConn serves one client connection of member i in the
+// background (a connection another process accepted and forwards, say);
+// the server closes nc when it is done with it.
+func (s *EnsembleServer) ServeMemberConn(i int, nc net.Conn) { s.serveConn(i, nc) }
+
 func (s *EnsembleServer) serveConn(i int, nc net.Conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
