@@ -13,11 +13,12 @@ package main
 // separate member processes cannot each hold theirs. The first member
 // process of a cluster starts a host process (zklab serve --host-ensemble
 // DIR), detached, that holds the ensemble; every member process, the first
-// too, registers with it. The host listens on the member's client port for
-// it while the member process lives. A member process killed (kill -9,
-// as go-zookeeper's harness stops a server) or stopped ends its
-// registration: the host crash-stops that member (sim.Ensemble.Crash: its
-// client connections close, its port closes, what it logged stays). The
+// too, registers with it, listens on the member's client port and
+// forwards each client connection to the host. A member process killed
+// (kill -9, as go-zookeeper's harness stops a server) or stopped closes
+// its port and its clients' connections at once, as a real server's
+// death does, and ends its registration: the host crash-stops that
+// member (sim.Ensemble.Crash: what it logged stays). The
 // member started again registers again and the host restarts it
 // (sim.Ensemble.Restart), and it rejoins the leader. So any member,
 // the first included, can be killed and restarted, as in a real ensemble.

@@ -5,8 +5,8 @@ package main
 // ZOOKEEPER_BIN_PATH/zkServer.sh (StartTestCluster(t, 3, ...): three
 // server.N lines on 127.0.0.1, tickTime 500 ms) and kills and restarts
 // servers under a live client. They run here against Debian's ZooKeeper
-// 3.8, and are to run against the simulated ensemble through the zkServer.sh
-// shim once zklab serve has --servers (one more runGoZookeeperEnsemble call).
+// 3.8, and against zklab serve's simulated ensemble through the zkServer.sh
+// shim (one zklab serve per server, serve_ensemble.go).
 
 import (
 	"bufio"
@@ -28,6 +28,21 @@ import (
 // The two Reconfig tests run because ZK_VERSION is set (they skip
 // without it).
 var goZookeeperEnsembleTests = goZookeeperMultiServer
+
+// goZookeeperEnsembleGaps are the multi-server tests that pass against a
+// real ensemble and fail against the simulated one, with why, and the
+// failure they must fail with. Each must keep failing so: when one
+// passes, delete it from here.
+var goZookeeperEnsembleGaps = map[string]struct{ why, failure string }{
+	// sim.Ensemble has no dynamic reconfiguration: it answers reconfig as
+	// a server with reconfigEnabled=false (ZRECONFIGDISABLED), and
+	// /zookeeper/config holds no server list. Faking the answer without
+	// the membership change behind it would pass the test and lie.
+	"TestIntegration_IncrementalReconfig": {"the simulated ensemble has no dynamic reconfiguration",
+		"zk_test.go:393: received unexpected error: attempts to perform a reconfiguration operation when reconfiguration feature is disabled"},
+	"TestIntegration_Reconfig": {"the simulated ensemble has no dynamic reconfiguration",
+		"zk_test.go:439: received unexpected error: attempts to perform a reconfiguration operation when reconfiguration feature is disabled"},
+}
 
 // goZookeeperEnsembleVersion is Debian's ZooKeeper's version, as
 // go-zookeeper's requireMinimumZkVersion reads it from ZK_VERSION.
@@ -63,6 +78,12 @@ var goZookeeperTimingFailures = []string{
 	// session timeout (a JVM starved of the CPU) disconnects; a session
 	// the server dropped fails "Wrong session ID" instead, at once.
 	"Unexpected disconnect",
+}
+
+// goZookeeperEnsembleOutcome is one test's final outcome in
+// runGoZookeeperEnsemble, with the failure lines of its last run.
+type goZookeeperEnsembleOutcome struct {
+	action, failure string
 }
 
 // goTestOutcome is one test's outcome in a go test -json run, with its
@@ -125,18 +146,18 @@ func failureLines(output string) string {
 // ZOOKEEPER_BIN_PATH=binPath; a test that fails on one of
 // goZookeeperTimingFailures runs once more, alone. It returns each
 // test's final outcome and how many reruns it took.
-func runGoZookeeperEnsemble(t *testing.T, binPath string, env ...string) (map[string]string, int) {
+func runGoZookeeperEnsemble(t *testing.T, binPath string, env ...string) (map[string]goZookeeperEnsembleOutcome, int) {
 	t.Helper()
 	env = append(env, "ZOOKEEPER_BIN_PATH="+binPath, "ZK_VERSION="+goZookeeperEnsembleVersion,
 		"JVMFLAGS="+strings.Join(goZookeeperEnsembleJVMFlags, " "))
-	outcomes := map[string]string{}
+	outcomes := map[string]goZookeeperEnsembleOutcome{}
 	reruns := 0
 	for name, r := range runGoZookeeperTests(t, goZookeeperEnsembleTests, env...) {
-		outcomes[name] = r.action
+		why := failureLines(r.output.String())
+		outcomes[name] = goZookeeperEnsembleOutcome{r.action, why}
 		if r.action != "fail" {
 			continue
 		}
-		why := failureLines(r.output.String())
 		if !slices.ContainsFunc(goZookeeperTimingFailures, func(s string) bool { return strings.Contains(why, s) }) {
 			t.Logf("%s failed:\n%s", name, why)
 			continue
@@ -147,9 +168,9 @@ func runGoZookeeperEnsemble(t *testing.T, binPath string, env ...string) (map[st
 		if again == nil {
 			t.Fatalf("%s did not run again", name)
 		}
-		outcomes[name] = again.action
+		outcomes[name] = goZookeeperEnsembleOutcome{again.action, failureLines(again.output.String())}
 		if again.action == "fail" {
-			t.Logf("%s failed again:\n%s", name, failureLines(again.output.String()))
+			t.Logf("%s failed again:\n%s", name, outcomes[name].failure)
 		}
 	}
 	return outcomes, reruns
@@ -175,11 +196,47 @@ func TestYardstickGoZookeeperEnsemble(t *testing.T) {
 	}
 	start := time.Now()
 	outcomes, reruns := runGoZookeeperEnsemble(t, realzk, "ZKLAB_VERSION_CLASSES="+classes)
+	passed := 0
 	for _, name := range goZookeeperEnsembleTests {
-		if outcomes[name] != "pass" {
-			t.Errorf("%s against a real three-server ZooKeeper: %q, want pass", name, outcomes[name])
+		if outcomes[name].action != "pass" {
+			t.Errorf("%s against a real three-server ZooKeeper: %q, want pass", name, outcomes[name].action)
+			continue
+		}
+		passed++
+	}
+	t.Logf("go-zookeeper's %d multi-server tests against ZooKeeper 3.8 ensembles: %d passed in %v, %d reruns after a wait ran out",
+		len(goZookeeperEnsembleTests), passed, time.Since(start).Round(time.Millisecond), reruns)
+}
+
+// go-zookeeper v1.0.4's multi-server integration tests pass against zklab
+// serve's simulated three-server ensemble, one zklab serve per server as
+// the tests start them (through the zkServer.sh shim), wherever they pass
+// against a real one (TestYardstickGoZookeeperEnsemble), but for the
+// known gaps above, which must fail as they are listed to.
+func TestYardstickGoZookeeperEnsembleServed(t *testing.T) {
+	requireTools(t) // -short skips it; it needs no JVM
+	zklabPath := zklabBinary(t)
+	shim, err := filepath.Abs("zkshim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	outcomes, reruns := runGoZookeeperEnsemble(t, shim, "ZKLAB="+zklabPath)
+	passed := 0
+	for _, name := range goZookeeperEnsembleTests {
+		got := outcomes[name]
+		gap, known := goZookeeperEnsembleGaps[name]
+		switch {
+		case known && got.action == "pass":
+			t.Errorf("%s now passes against zklab serve's ensemble (a known gap: %s): delete it from goZookeeperEnsembleGaps", name, gap.why)
+		case known && (got.action != "fail" || !strings.Contains(got.failure, gap.failure)):
+			t.Errorf("%s against zklab serve's ensemble: %s with\n%s\nwant a failure with %q (%s)", name, got.action, got.failure, gap.failure, gap.why)
+		case !known && got.action != "pass":
+			t.Errorf("%s against zklab serve's ensemble: %q, want pass:\n%s", name, got.action, got.failure)
+		case !known:
+			passed++
 		}
 	}
-	t.Logf("go-zookeeper's %d multi-server tests against ZooKeeper 3.8 ensembles: %v in %v, %d reruns after a wait ran out",
-		len(goZookeeperEnsembleTests), outcomes, time.Since(start).Round(time.Millisecond), reruns)
+	t.Logf("go-zookeeper's %d multi-server tests against zklab serve's simulated ensembles: %d passed, %d known gaps failed as listed, in %v, %d reruns after a wait ran out",
+		len(goZookeeperEnsembleTests), passed, len(goZookeeperEnsembleGaps), time.Since(start).Round(time.Millisecond), reruns)
 }

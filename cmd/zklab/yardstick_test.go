@@ -41,10 +41,10 @@ func requireTools(t *testing.T, paths ...string) {
 }
 
 // goZookeeperMultiServer are the tests of go-zookeeper v1.0.4's suite
-// that start a three-server ensemble (StartTestCluster(t, 3, ...)):
-// zklab serve is one standalone server, so they run against real
-// ensembles only (TestYardstickGoZookeeperEnsemble). The two Reconfig
-// tests also skip unless ZK_VERSION is set.
+// that start a three-server ensemble (StartTestCluster(t, 3, ...)): they
+// run apart, against real ensembles and zklab serve's simulated ones
+// (yardstick_ensemble_test.go). The two Reconfig tests also skip unless
+// ZK_VERSION is set.
 var goZookeeperMultiServer = []string{
 	"TestIntegration_BasicCluster",
 	"TestIntegration_ClientClusterFailover",

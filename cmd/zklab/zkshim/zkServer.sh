@@ -15,6 +15,10 @@
 # stop, status and restart would mean nothing. With the zoo.cfg's dataDir,
 # zklab serve keeps its journal there, and a server started again on it
 # (after a kill -9 too) has its nodes and sessions back, as ZooKeeper.
+# A zoo.cfg with server.N lines (and DATADIR/myid) makes the process one
+# member of a simulated ensemble, shared by the members whose dataDirs
+# have the same parent (see zklab serve --help); killing the script's
+# process crash-stops that member, starting it again rejoins it.
 set -eu
 if [ "$#" -lt 1 ] || [ "$1" != start-foreground ]; then
 	echo "zkServer.sh (zklab shim): only 'start-foreground ZOO.CFG' is supported, got: $*" >&2
