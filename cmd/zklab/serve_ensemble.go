@@ -69,21 +69,45 @@ const (
 	hostLockFile = "zklab-ensemble.lock"
 )
 
+// memberWords are the four-letter words of each member: a member's
+// process sets its client port and dataDir (conf) when it registers, while
+// other members' words are answered.
+type memberWords struct {
+	mu   sync.Mutex
+	flws []*wire.FourLetterWords // flws[i-1] answers member i's
+}
+
+func (m *memberWords) answer(i int, word string, w io.Writer) {
+	m.mu.Lock()
+	f := m.flws[i-1]
+	m.mu.Unlock()
+	f.Answer(word, w)
+}
+
+// setConf gives member i's words its client port and dataDir.
+func (m *memberWords) setConf(i, port int, dataDir string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f := *m.flws[i-1]
+	f.Conf.ClientPort, f.Conf.DataDir = port, dataDir
+	m.flws[i-1] = &f
+}
+
 // newServeEnsemble makes the simulated ensemble of n members with s's
-// settings, and its server; fourLetter[i-1] answers member i's words.
-func newServeEnsemble(s serveSettings, n int, log io.Writer) (*wire.EnsembleServer, []*wire.FourLetterWords) {
+// settings, and its server.
+func newServeEnsemble(s serveSettings, n int, log io.Writer) (*wire.EnsembleServer, *memberWords) {
 	now := time.Now()
 	s.sim.EpochMs = now.UnixMilli()
-	flws := make([]*wire.FourLetterWords, n)
+	words := &memberWords{flws: make([]*wire.FourLetterWords, n)}
 	srv := wire.NewEnsemble(sim.NewEnsemble(s.sim, n), wire.EnsembleConfig{
 		MaxClientCnxns: s.maxClientCnxns,
-		FourLetterWord: func(i int, word string, w io.Writer) { flws[i-1].Answer(word, w) },
+		FourLetterWord: words.answer,
 		Log:            log,
 	})
-	for i := range flws {
-		flws[i] = &wire.FourLetterWords{Server: srv.Member(i + 1), Whitelist: s.whitelist, Conf: s.conf, Epoch: now}
+	for i := range words.flws {
+		words.flws[i] = &wire.FourLetterWords{Server: srv.Member(i + 1), Whitelist: s.whitelist, Conf: s.conf, Epoch: now}
 	}
-	return srv, flws
+	return srv, words
 }
 
 // memberAddress is member i's client address under --servers: the listen
@@ -100,7 +124,7 @@ func memberAddress(listen string, i int) string {
 // runServeServers is zklab serve --servers N: the whole ensemble in this
 // process.
 func runServeServers(ctx context.Context, s serveSettings, n int, stdout, stderr io.Writer) error {
-	srv, flws := newServeEnsemble(s, n, stderr)
+	srv, words := newServeEnsemble(s, n, stderr)
 	defer srv.Close()
 	done := make(chan error, n)
 	for i := 1; i <= n; i++ {
@@ -109,7 +133,7 @@ func runServeServers(ctx context.Context, s serveSettings, n int, stdout, stderr
 		if err != nil {
 			return fmt.Errorf("listen on %s for s%d: %v", addr, i, err)
 		}
-		flws[i-1].Conf.ClientPort = ln.Addr().(*net.TCPAddr).Port
+		words.setConf(i, ln.Addr().(*net.TCPAddr).Port, "")
 		go func() { done <- srv.ServeMember(i, ln) }()
 		fmt.Fprintf(stdout, "zklab serve: s%d of %d listening on %s\n", i, n, ln.Addr())
 	}
@@ -297,7 +321,7 @@ type ensembleHost struct {
 	servers string // the cluster's server.N lines
 	s       serveSettings
 	srv     *wire.EnsembleServer
-	flws    []*wire.FourLetterWords
+	words   *memberWords
 
 	mu      sync.Mutex
 	members map[int]net.Conn // the registered member processes
@@ -318,14 +342,14 @@ func (h *ensembleHost) lingerOver() {
 // runEnsembleHost is zklab serve --host-ensemble DIR.
 func runEnsembleHost(ctx context.Context, cfg zooConfig, s serveSettings, dir string, stdout io.Writer) error {
 	n := len(cfg.servers)
-	srv, flws := newServeEnsemble(s, n, stdout)
+	srv, words := newServeEnsemble(s, n, stdout)
 	defer srv.Close()
 	// No member process runs yet: each member is down until its process
 	// registers.
 	for i := 1; i <= n; i++ {
 		srv.Crash(i)
 	}
-	h := &ensembleHost{dir: dir, servers: serversLine(cfg), s: s, srv: srv, flws: flws,
+	h := &ensembleHost{dir: dir, servers: serversLine(cfg), s: s, srv: srv, words: words,
 		members: make(map[int]net.Conn), idle: make(chan struct{})}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -417,9 +441,7 @@ func (h *ensembleHost) serveProcessConn(c net.Conn, log io.Writer) {
 	}
 	h.members[id] = c
 	h.linger.Stop()
-	flw := h.flws[id-1]
-	flw.Conf.ClientPort = port
-	flw.Conf.DataDir = fields[3]
+	h.words.setConf(id, port, fields[3])
 	h.srv.Restart(id)
 	h.mu.Unlock()
 	fmt.Fprintf(log, "%s zklab serve: s%d's process registered (client port %d)\n", time.Now().UTC().Format("15:04:05.000"), id, port)
