@@ -24,8 +24,8 @@ func init() {
 		summary: "serve the simulated ZooKeeper over TCP, for any client",
 		usage: `Usage: zklab serve [--zoo-cfg FILE] [flags]
 
-Serves an in-memory ZooKeeper 3.8 standalone server, the simulator's, on
-TCP and wall-clock time, for clients in any language (Java, Curator,
+Serves an in-memory ZooKeeper 3.8 standalone server (or an ensemble: see
+Ensembles below), the simulator's, on TCP and wall-clock time, for clients in any language (Java, Curator,
 kazoo, go-zookeeper, the C client). It reads a zoo.cfg like ZooKeeper's
 (clientPort, clientPortAddress, tickTime, minSessionTimeout,
 maxSessionTimeout, maxClientCnxns, 4lw.commands.whitelist, dataDir,
