@@ -78,6 +78,14 @@ var goZookeeperTimingFailures = []string{
 	// session timeout (a JVM starved of the CPU) disconnects; a session
 	// the server dropped fails "Wrong session ID" instead, at once.
 	"Unexpected disconnect",
+	// DNSHostProviderReconnect kills its client's server, starts it
+	// again and creates at once: if the client's reader has not yet seen
+	// the killed connection's end, the create goes out on it and fails
+	// with ErrConnectionClosed. A race of the test's own, seen against
+	// Debian's ZooKeeper here (a full run of this file, load average 19);
+	// the simulated ensemble's member processes close their clients'
+	// connections as they die too, so it can meet it as well.
+	"dnshostprovider_test.go:170: Create returned error: zk: connection closed",
 }
 
 // goZookeeperEnsembleOutcome is one test's final outcome in
