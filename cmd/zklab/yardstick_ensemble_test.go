@@ -58,7 +58,8 @@ var goZookeeperEnsembleJVMFlags = []string{"-XX:+UseSerialGC", "-XX:TieredStopAt
 // mean a wait of theirs ran out (8 s for a failover, 30 s for the
 // cluster's start, 5 s for a session, one reconnect round for a
 // re-election, pings answered within 2.7 s), written for an idle
-// machine: on the shared 2-core test machine a JVM can overrun them. A test
+// machine: on the shared 2-core test machine a JVM can overrun them (and
+// one race of a test's own, below). A test
 // that fails with one is run once more; a test that fails on anything
 // else (the wrong session id, the wrong data, an unexpected disconnect,
 // a reconfig refused) fails at once.
@@ -170,7 +171,7 @@ func runGoZookeeperEnsemble(t *testing.T, binPath string, env ...string) (map[st
 			t.Logf("%s failed:\n%s", name, why)
 			continue
 		}
-		t.Logf("%s ran out of time on a wait of its own; once more:\n%s", name, why)
+		t.Logf("%s failed on a wait of its own that ran out (or its own race); once more:\n%s", name, why)
 		reruns++
 		again := runGoZookeeperTests(t, []string{name}, env...)[name]
 		if again == nil {
@@ -212,7 +213,7 @@ func TestYardstickGoZookeeperEnsemble(t *testing.T) {
 		}
 		passed++
 	}
-	t.Logf("go-zookeeper's %d multi-server tests against ZooKeeper 3.8 ensembles: %d passed in %v, %d reruns after a wait ran out",
+	t.Logf("go-zookeeper's %d multi-server tests against ZooKeeper 3.8 ensembles: %d passed in %v, %d reruns after a wait ran out or a race",
 		len(goZookeeperEnsembleTests), passed, time.Since(start).Round(time.Millisecond), reruns)
 }
 
@@ -245,6 +246,6 @@ func TestYardstickGoZookeeperEnsembleServed(t *testing.T) {
 			passed++
 		}
 	}
-	t.Logf("go-zookeeper's %d multi-server tests against zklab serve's simulated ensembles: %d passed, %d known gaps failed as listed, in %v, %d reruns after a wait ran out",
+	t.Logf("go-zookeeper's %d multi-server tests against zklab serve's simulated ensembles: %d passed, %d known gaps failed as listed, in %v, %d reruns after a wait ran out or a race",
 		len(goZookeeperEnsembleTests), passed, len(goZookeeperEnsembleGaps), time.Since(start).Round(time.Millisecond), reruns)
 }
