@@ -327,14 +327,6 @@ func openJournal(s serveSettings, now time.Time) (*wire.Recovered, error) {
 // startServe listens and serves in the background. history, if not nil,
 // receives the served history and is closed by close.
 func startServe(s serveSettings, history *os.File) (*served, error) {
-	var check *crossCheck
-	if s.oracle != "" {
-		var err error
-		if check, err = dialOracle(s.oracle); err != nil {
-			return nil, usagef("%v", err)
-		}
-		check.report = s.oracleReport
-	}
 	now := time.Now()
 	// Virtual time 0 is now, so that ctime and mtime are wall-clock times
 	// (a recovered server keeps its journal's epoch).
@@ -346,10 +338,26 @@ func startServe(s serveSettings, history *os.File) (*served, error) {
 			return nil, err
 		}
 	}
+	// The checker after the journal: it keeps its pairing of sessions in
+	// the dataDir the journal made.
+	var check *crossCheck
+	if s.oracle != "" {
+		var err error
+		if check, err = dialOracle(s.oracle, s.dataDir); err != nil {
+			if rec != nil {
+				rec.Journal.Close()
+			}
+			return nil, usagef("%v", err)
+		}
+		check.report = s.oracleReport
+	}
 	ln, err := net.Listen("tcp", s.listen)
 	if err != nil {
 		if rec != nil {
 			rec.Journal.Close()
+		}
+		if check != nil {
+			check.close()
 		}
 		return nil, fmt.Errorf("listen on %s: %v", s.listen, err)
 	}
@@ -396,6 +404,11 @@ func (s *served) close() error {
 	}
 	if s.check != nil && s.check.report != nil {
 		fmt.Fprintf(s.check.report, "zklab serve: cross-check: %v\n", s.check.Summary())
+	}
+	if s.check != nil {
+		if cerr := s.check.close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("dataDir: %v", cerr))
+		}
 	}
 	if s.history != nil {
 		if herr := errors.Join(s.history.Close(), s.file.Close()); herr != nil {
