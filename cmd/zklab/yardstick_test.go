@@ -15,7 +15,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -187,7 +189,20 @@ func TestYardstickGoZookeeperSuiteCrossChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(t.TempDir(), "xchk.log")
-	results, took := runGoZookeeperSuite(t, shim, "ZKLAB="+zklabPath, "ZKLAB_VERSION_CLASSES="+classes, "ZKLAB_XCHK_LOG="+logPath)
+	// The real servers' dataDirs, kept across a test's restarts; removed
+	// by t.TempDir once every server is stopped (checked below).
+	stateDir := t.TempDir()
+	marker := "ZKLAB_XCHK_DIR=" + stateDir
+	results, took := runGoZookeeperSuite(t, shim, "ZKLAB="+zklabPath, "ZKLAB_VERSION_CLASSES="+classes, "ZKLAB_XCHK_LOG="+logPath, marker)
+	// Every process the shim started (zklab serve, the real server's JVM,
+	// the watchdog) carries the marker in its environment: none may
+	// outlive the suite by more than the watchdog's stop (about 7 s).
+	if left := processesWithEnv(marker, 15*time.Second); len(left) > 0 {
+		t.Errorf("processes of the cross-check left running after the suite (now killed): %v", left)
+		for _, p := range left {
+			syscall.Kill(p.pid, syscall.SIGKILL)
+		}
+	}
 	for name, outcome := range results {
 		_, known := goZookeeperKnownGaps[name]
 		_, slow := goZookeeperCrossCheckGaps[name]
@@ -227,6 +242,40 @@ func TestYardstickGoZookeeperSuiteCrossChecked(t *testing.T) {
 	}
 	for _, d := range differences {
 		t.Errorf("difference: %s", d)
+	}
+}
+
+// leftProcess is a process found running, by pid and command line.
+type leftProcess struct {
+	pid     int
+	cmdline string
+}
+
+func (p leftProcess) String() string { return fmt.Sprintf("%d %s", p.pid, p.cmdline) }
+
+// processesWithEnv waits up to wait for every process whose environment
+// holds the entry (NAME=VALUE) to exit, and returns those still running.
+func processesWithEnv(entry string, wait time.Duration) []leftProcess {
+	deadline := time.Now().Add(wait)
+	for {
+		var left []leftProcess
+		dirs, _ := os.ReadDir("/proc")
+		for _, d := range dirs {
+			pid, err := strconv.Atoi(d.Name())
+			if err != nil {
+				continue
+			}
+			env, err := os.ReadFile(filepath.Join("/proc", d.Name(), "environ"))
+			if err != nil || !slices.Contains(strings.Split(string(env), "\x00"), entry) {
+				continue
+			}
+			cmdline, _ := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+			left = append(left, leftProcess{pid, strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " ")})
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
@@ -308,4 +357,24 @@ func TestYardstickCurator(t *testing.T) {
 	recipeProgram(t, "Curator on zklab serve", served, false, program...)
 	recipeProgram(t, "Curator on zklab serve", served, true, program...)
 	crossCheckedProgram(t, "Curator", program...)
+}
+
+// processesWithEnv finds a process by an entry of its environment, and
+// no longer once it has exited: the suite's check for leftovers can fail.
+func TestProcessesWithEnvFindsAProcess(t *testing.T) {
+	entry := "ZKLAB_TEST_MARKER=" + t.Name() + strconv.Itoa(os.Getpid())
+	cmd := exec.Command("sleep", "30")
+	cmd.Env = append(os.Environ(), entry)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	left := processesWithEnv(entry, 0)
+	if len(left) != 1 || left[0].pid != cmd.Process.Pid || left[0].cmdline != "sleep 30" {
+		t.Errorf("found %v, want the one sleep %d", left, cmd.Process.Pid)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if left := processesWithEnv(entry, time.Second); len(left) != 0 {
+		t.Errorf("found %v after it exited", left)
+	}
 }
