@@ -73,7 +73,10 @@ answers are JSON.
 --oracle HOST:PORT cross-checks: every request is also sent, in the same
 order, to a fresh real ZooKeeper that nothing else uses, and each
 difference in replies and watch events is reported on stderr (zxids and
-session ids compared as pairs, times not at all).
+session ids compared as pairs, times not at all). With a dataDir, the
+pairing of sessions is kept there (DATADIR/zklab-oracle-sessions): a
+restart on it, against the same oracle or the oracle restarted on its own
+dataDir, resumes the sessions of both.
 
 --history FILE writes what the server served as JSON lines (requests,
 replies, watch events, sessions); 'zklab check-history FILE' checks it
