@@ -95,4 +95,7 @@ for flag in ${SERVER_JVMFLAGS:-} ${JVMFLAGS:-}; do
 	-Dzookeeper.extendedTypesEnabled=true) extended=--extended-types ;;
 	esac
 done
-exec "${ZKLAB:-zklab}" serve --zoo-cfg "$cfg" $extended --oracle "127.0.0.1:$oport" 2>> "${ZKLAB_XCHK_LOG:-/dev/stderr}"
+# Each server's start is marked in the log: its tallies count from zero.
+log=${ZKLAB_XCHK_LOG:-/dev/stderr}
+echo "xchk: zklab serve --zoo-cfg $cfg --oracle 127.0.0.1:$oport" >> "$log"
+exec "${ZKLAB:-zklab}" serve --zoo-cfg "$cfg" $extended --oracle "127.0.0.1:$oport" 2>> "$log"
