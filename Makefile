@@ -14,6 +14,13 @@ GO ?= go
 # JVM clients (Curator, kazoo) would otherwise share the 2 cores with the
 # real-server tests of recipes and sim/difftest, whose sessions then time
 # out. The other packages run together after it.
+#
+# cmd/zklab's TestYardstickGoZookeeperSuiteCrossChecked runs eight of
+# go-zookeeper's tests (watches, multi, ACL/auth, a restart) against
+# zklab serve --oracle, a real ZooKeeper beside each server: about a
+# minute. The whole suite cross-checked, about 2m40s more on an idle
+# machine, would take make test past its ~17 minutes: it runs with
+# ZKLAB_XCHK_GOZK=1 go test -count=1 -timeout 40m -run CrossChecked ./cmd/zklab
 test: deps vet
 	$(GO) test -race -count=1 -timeout 45m ./cmd/zklab
 	$(GO) test -race -count=1 -timeout 45m $$($(GO) list ./... | grep -v '/cmd/zklab$$')

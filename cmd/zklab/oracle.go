@@ -6,8 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,9 +66,23 @@ import (
 // control API), the checker closes the oracle's session at once with
 // zktest.ExpireSession, so that both trees lose its ephemerals at the same
 // point of the order.
+//
+// Across a restart: with a dataDir, the checker keeps its pairing of
+// sessions there (oracleSessionsFile), so that zklab serve started again
+// on that dataDir, cross-checked against the oracle started again on its
+// own dataDir (a real ZooKeeper restores its sessions from its snapshot
+// and log, as zklab from its journal), resumes the sessions of both: a
+// client that reconnects to its session is paired with the oracle's.
+// The zxids are paired afresh: the first meeting after the restart pairs
+// them again, and a client's last zxid that this run has not met is sent
+// to the oracle as the last zxid the oracle had when the check started
+// (its srvr Zxid), what both servers had when they stopped together.
 type crossCheck struct {
 	addr   string
 	report io.Writer
+	// sessionsFile, if not nil, receives each new pairing of sessions
+	// (oracleSessionsFile); nil without a dataDir.
+	sessionsFile *os.File
 
 	mu          sync.Mutex // guards everything below, and report
 	conns       map[sim.ConnID]*oracleConn
@@ -107,6 +125,7 @@ type oracleConn struct {
 	events    []zk.Event           // the oracle's events not yet matched
 	simEvents []zk.Event           // zklab's events not yet matched
 	session   int64                // zklab's session id
+	tallied   bool                 // a tally was reported at its closeSession
 }
 
 // differenceBytesMax cuts a reported difference short (paths of
@@ -122,8 +141,10 @@ const oracleFrameBytesMax = 256 << 20
 const oracleWait = 5 * time.Second
 
 // dialOracle checks that the oracle is a ZooKeeper server that answers,
-// so that a wrong address is one clear error at start-up.
-func dialOracle(addr string) (*crossCheck, error) {
+// so that a wrong address is one clear error at start-up. With a dataDir
+// ("" for none), the pairing of sessions kept there by the run before is
+// resumed, and this run's are added to it.
+func dialOracle(addr, dataDir string) (*crossCheck, error) {
 	if err := zktest.Ruok(addr); err != nil {
 		nc, derr := net.DialTimeout("tcp", addr, 2*time.Second)
 		if derr != nil {
@@ -131,11 +152,91 @@ func dialOracle(addr string) (*crossCheck, error) {
 		}
 		nc.Close()
 	}
-	return &crossCheck{
+	x := &crossCheck{
 		addr: addr, conns: map[sim.ConnID]*oracleConn{}, sessions: map[int64]oracleSession{},
 		oracleToSim: map[int64]int64{}, zxidToOr: map[int64]int64{}, zxidToSim: map[int64]int64{},
 		pending: map[sim.ConnID]sim.Response{}, simPending: map[sim.ConnID]sim.Response{},
-	}, nil
+	}
+	if dataDir == "" {
+		return x, nil
+	}
+	path := filepath.Join(dataDir, oracleSessionsFile)
+	resumed, err := x.loadSessions(path)
+	if err != nil {
+		return nil, err
+	}
+	if resumed > 0 {
+		if x.lastOracle, err = oracleLastZxid(addr); err != nil {
+			return nil, fmt.Errorf("--oracle %s: %v", addr, err)
+		}
+	}
+	if x.sessionsFile, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err != nil {
+		return nil, fmt.Errorf("dataDir: %v", err)
+	}
+	return x, nil
+}
+
+// oracleSessionsFile, in the dataDir, pairs zklab's sessions with the
+// oracle's, one a line: zklab's id, the oracle's id and the oracle's
+// password in hex ("0x1a2b 0x3c4d 00ff..."), appended as sessions are
+// made. It is written at the handshake, after zklab's journal has the
+// session: a kill between the two leaves a session the checker cannot
+// pair after the restart, reported as a difference at its reconnect.
+const oracleSessionsFile = "zklab-oracle-sessions"
+
+// loadSessions reads the pairings kept at path, if the file is there, and
+// returns how many. A line that is not a pairing is bad input, named
+// path:line.
+func (x *crossCheck) loadSessions(path string) (int, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("dataDir: %v", err)
+	}
+	n := 0
+	for i, line := range strings.Split(string(data), "\n") {
+		if line == "" {
+			continue
+		}
+		var simID, oracleID int64
+		var passwd []byte
+		if _, err := fmt.Sscanf(line, "0x%x 0x%x %x", &simID, &oracleID, &passwd); err != nil || simID == 0 || oracleID == 0 {
+			return 0, fmt.Errorf("%s:%d: not a pairing of sessions (0xZKLAB 0xORACLE PASSWDHEX): %q", path, i+1, line)
+		}
+		x.sessions[simID] = oracleSession{oracleID, passwd}
+		x.oracleToSim[oracleID] = simID
+		n++
+	}
+	return n, nil
+}
+
+// oracleLastZxid asks the oracle for the last zxid it applied (srvr's
+// Zxid line).
+func oracleLastZxid(addr string) (int64, error) {
+	out, err := zktest.FourLetterWord(addr, "srvr")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if z, ok := strings.CutPrefix(line, "Zxid: "); ok {
+			var zxid int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(z), "0x%x", &zxid); err != nil {
+				return 0, fmt.Errorf("srvr's Zxid line %q: %v", line, err)
+			}
+			return zxid, nil
+		}
+	}
+	return 0, fmt.Errorf("no Zxid line in srvr: %q", strings.TrimSpace(out))
+}
+
+// close releases the file of pairings.
+func (x *crossCheck) close() error {
+	if x.sessionsFile == nil {
+		return nil
+	}
+	return x.sessionsFile.Close()
 }
 
 // differ reports one difference.
@@ -277,6 +378,11 @@ func (x *crossCheck) Handshake(at time.Time, conn sim.ConnID, req wire.ConnectRe
 	if req.SessionID == 0 {
 		x.sessions[resp.SessionID] = oracleSession{oresp.SessionID, oresp.Passwd}
 		x.oracleToSim[oresp.SessionID] = resp.SessionID
+		if x.sessionsFile != nil {
+			if _, err := fmt.Fprintf(x.sessionsFile, "0x%x 0x%x %x\n", resp.SessionID, oresp.SessionID, oresp.Passwd); err != nil {
+				x.differ("conn %d: session 0x%x: keeping its pairing with the oracle's 0x%x: %v", conn, resp.SessionID, oresp.SessionID, err)
+			}
+		}
 	} else if o := x.sessions[resp.SessionID]; o.id != oresp.SessionID {
 		x.differ("conn %d: session 0x%x resumed as the oracle's 0x%x, paired with 0x%x", conn, resp.SessionID, oresp.SessionID, o.id)
 	}
@@ -375,6 +481,13 @@ func (x *crossCheck) RequestReceived(at time.Time, conn sim.ConnID, session int6
 	if oc == nil {
 		x.mu.Unlock()
 		return
+	}
+	if req.Op == sim.OpCloseSession && x.report != nil {
+		// The tally before zklab answers the close: a harness may kill
+		// the server (SIGKILL) as soon as its client has closed, before
+		// the connection's close below (or a summary) is reached.
+		x.reportTallyLocked()
+		oc.tallied = true
 	}
 	oreq := req
 	if req.Op == sim.OpSetWatches || req.Op == sim.OpSetWatches2 {
@@ -593,18 +706,22 @@ func (x *crossCheck) SessionExpired(at time.Time, session int64) {
 	}
 }
 
+// reportTallyLocked reports the tally so far.
+func (x *crossCheck) reportTallyLocked() {
+	fmt.Fprintf(x.report, "zklab serve: cross-check: so far %d replies and %d watch events compared, %d differences\n", x.compared, x.events, x.differences)
+}
+
 // eventsSettleWait bounds how long a closing connection waits for the
 // oracle's events to catch up with zklab's.
 const eventsSettleWait = 500 * time.Millisecond
 
 func (x *crossCheck) ConnClosed(at time.Time, c wire.ConnInfo, reason string) {
 	x.mu.Lock()
-	if x.report != nil && x.conns[c.ID] != nil {
-		// A tally at each close, before waiting for the oracle: a harness
-		// may kill the server (SIGKILL) as soon as its client has closed,
-		// before it can print its summary, and zklab's answer to the
-		// closeSession goes out before the oracle's comes.
-		fmt.Fprintf(x.report, "zklab serve: cross-check: so far %d replies and %d watch events compared, %d differences\n", x.compared, x.events, x.differences)
+	if oc := x.conns[c.ID]; x.report != nil && oc != nil && !oc.tallied {
+		// A tally at each close (unless its closeSession had one), before
+		// waiting for the oracle: a harness may kill the server (SIGKILL)
+		// as soon as its client has gone, before it can print its summary.
+		x.reportTallyLocked()
 	}
 	x.mu.Unlock()
 	x.settle()

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -245,5 +247,99 @@ func TestCrossCheckRepliesBeforeTheOracleAnswers(t *testing.T) {
 	sum := srv.check.Summary()
 	if sum.Differences != 0 || sum.Replies < compared+2 {
 		t.Fatalf("%v (compared %d while the oracle was held):\n%s", sum, compared, report.String())
+	}
+}
+
+// startServeWithOracleOn is an in-process `zklab serve --oracle ORACLE
+// --listen ADDR --data-dir DATADIR`, its differences written to report.
+func startServeWithOracleOn(t *testing.T, oracle, addr, dataDir string, report io.Writer) *served {
+	t.Helper()
+	settings, err := newServeSettings(zooConfig{dataDir: dataDir}, addr, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings.oracle, settings.oracleReport = oracle, report
+	srv, err := startServe(settings, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+// zklab serve --oracle started again on its dataDir resumes the
+// sessions it had paired with the oracle's (zklab-oracle-sessions),
+// against an oracle that still has them (a real ZooKeeper restarted on
+// its dataDir has them back): the client's session, its auth, its
+// ephemeral and its watches carry over, and every reply and event after
+// the restart agrees. Without the pairing the resumed handshake is
+// reported: the oracle does not know zklab's session id.
+func TestCrossCheckResumesSessionsAfterARestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real ZooKeeper")
+	}
+	for _, keep := range []bool{true, false} {
+		t.Run(map[bool]string{true: "paired", false: "pairing lost"}[keep], func(t *testing.T) {
+			real := zktest.Start(t)
+			addr, dataDir := freePort(t), t.TempDir()
+			report := &lockedBuffer{}
+			first := startServeWithOracleOn(t, real.Addr, addr, dataDir, report)
+			c := connect(t, addr)
+			session := c.SessionID()
+			must := func(what string, err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+			}
+			must("addauth", c.AddAuth("digest", []byte("alice:secret")))
+			_, err := c.Create("/private", []byte("p"), 0, zk.DigestACL(zk.PermAll, "alice", "secret"))
+			must("create /private", err)
+			_, err = c.Create("/eph", []byte("e"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+			must("create /eph", err)
+			_, _, dataWatch, err := c.GetW("/private")
+			must("get /private", err)
+			_, _, existsWatch, err := c.ExistsW("/eph")
+			must("exists /eph", err)
+			if sum := first.check.Summary(); sum.Differences != 0 {
+				t.Fatalf("before the restart: %v:\n%s", sum, report.String())
+			}
+			must("stop", first.close())
+			if !keep {
+				must("losing the pairing", os.Remove(filepath.Join(dataDir, oracleSessionsFile)))
+			}
+			second := startServeWithOracleOn(t, real.Addr, addr, dataDir, report)
+			t.Cleanup(func() { second.close() })
+			if got := waitSession(t, c); got != session {
+				t.Fatalf("after the restart the client has session %#x, want %#x", got, session)
+			}
+			if !keep {
+				// One request so that the handshake has surely been seen.
+				c.Get("/private")
+				sum := second.check.Summary()
+				if sum.Differences == 0 || !strings.Contains(report.String(), "ZooKeeper 0x0") {
+					t.Fatalf("%v, report %q; want the resumed handshake's refusal by the oracle reported", sum, report.String())
+				}
+				return
+			}
+			data, _, err := c.Get("/private") // the auth, resent by the client
+			if err != nil || string(data) != "p" {
+				t.Fatalf("get /private after the restart: %q %v", data, err)
+			}
+			_, err = c.Set("/private", []byte("p2"), 0)
+			must("set /private", err)
+			if ev := <-dataWatch; ev.Type != zk.EventNodeDataChanged {
+				t.Fatalf("the data watch set before the restart: %v", ev)
+			}
+			must("delete /eph", c.Delete("/eph", 0))
+			if ev := <-existsWatch; ev.Type != zk.EventNodeDeleted {
+				t.Fatalf("the exists watch set before the restart: %v", ev)
+			}
+			time.Sleep(100 * time.Millisecond) // the oracle's events
+			sum := second.check.Summary()
+			if sum.Differences != 0 || sum.Replies < 4 || sum.Events < 2 {
+				t.Fatalf("after the restart: %v:\n%s", sum, report.String())
+			}
+			t.Logf("after the restart: %v", sum)
+		})
 	}
 }

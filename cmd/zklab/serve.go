@@ -106,7 +106,10 @@ answers are JSON.
 --oracle HOST:PORT cross-checks: every request is also sent, in the same
 order, to a fresh real ZooKeeper that nothing else uses, and each
 difference in replies and watch events is reported on stderr (zxids and
-session ids compared as pairs, times not at all).
+session ids compared as pairs, times not at all). With a dataDir, the
+pairing of sessions is kept there (DATADIR/zklab-oracle-sessions): a
+restart on it, against the same oracle or the oracle restarted on its own
+dataDir, resumes the sessions of both.
 
 --history FILE writes what the server served as JSON lines (requests,
 replies, watch events, sessions); 'zklab check-history FILE' checks it
@@ -383,14 +386,6 @@ func openJournal(s serveSettings, now time.Time) (*wire.Recovered, error) {
 // startServe listens and serves in the background. history, if not nil,
 // receives the served history and is closed by close.
 func startServe(s serveSettings, history *os.File) (*served, error) {
-	var check *crossCheck
-	if s.oracle != "" {
-		var err error
-		if check, err = dialOracle(s.oracle); err != nil {
-			return nil, usagef("%v", err)
-		}
-		check.report = s.oracleReport
-	}
 	now := time.Now()
 	// Virtual time 0 is now, so that ctime and mtime are wall-clock times
 	// (a recovered server keeps its journal's epoch).
@@ -402,10 +397,26 @@ func startServe(s serveSettings, history *os.File) (*served, error) {
 			return nil, err
 		}
 	}
+	// The checker after the journal: it keeps its pairing of sessions in
+	// the dataDir the journal made.
+	var check *crossCheck
+	if s.oracle != "" {
+		var err error
+		if check, err = dialOracle(s.oracle, s.dataDir); err != nil {
+			if rec != nil {
+				rec.Journal.Close()
+			}
+			return nil, usagef("%v", err)
+		}
+		check.report = s.oracleReport
+	}
 	ln, err := net.Listen("tcp", s.listen)
 	if err != nil {
 		if rec != nil {
 			rec.Journal.Close()
+		}
+		if check != nil {
+			check.close()
 		}
 		return nil, fmt.Errorf("listen on %s: %v", s.listen, err)
 	}
@@ -452,6 +463,11 @@ func (s *served) close() error {
 	}
 	if s.check != nil && s.check.report != nil {
 		fmt.Fprintf(s.check.report, "zklab serve: cross-check: %v\n", s.check.Summary())
+	}
+	if s.check != nil {
+		if cerr := s.check.close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("dataDir: %v", cerr))
+		}
 	}
 	if s.history != nil {
 		if herr := errors.Join(s.history.Close(), s.file.Close()); herr != nil {

@@ -223,10 +223,27 @@ func TestServeBadInput(t *testing.T) {
 	if err := os.WriteFile(unknown, []byte("dataDir=/tmp\n\nquorum.magic=yes\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A pairing of sessions that is not one, kept for the cross-check in
+	// a dataDir; any listener passes for the oracle, whose check comes
+	// first.
+	pairedDir := filepath.Join(dir, "paired")
+	pairings := filepath.Join(pairedDir, oracleSessionsFile)
+	if err := os.MkdirAll(pairedDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pairings, []byte("0x1 0x2 00ff\n0x3 oops\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	oracle, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oracle.Close()
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
+		{[]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", pairedDir, "--oracle", oracle.Addr().String()}, pairings + `:2: not a pairing of sessions`},
 		{[]string{"serve", "--zoo-cfg", bad}, bad + `:2: clientPort "2181x" is not a whole number`},
 		{[]string{"serve", "--zoo-cfg", unknown}, unknown + `:3: unknown key "quorum.magic"`},
 		{[]string{"serve", "--zoo-cfg", filepath.Join(dir, "none.cfg")}, "none.cfg: no such file"},
