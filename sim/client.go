@@ -452,7 +452,7 @@ func (c *Client) transmit(p *pending) {
 		return
 	}
 	c.inflight = append(c.inflight, p)
-	c.w.sendToServer(c.conn, wireMsg{kind: wireRequest, req: p.req})
+	c.w.sendRequest(c.conn, &p.req)
 	if c.w.trace.on() {
 		c.w.emit(Event{Kind: "send", Client: c.id, Session: c.sessionID, Op: p.req.Op.String(), Xid: p.req.Xid, Path: p.req.Path})
 	}

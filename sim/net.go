@@ -70,6 +70,14 @@ func (w *World) sendToServer(conn *netConn, m wireMsg) {
 	conn.toServer.push(m)
 }
 
+// sendRequest puts a copy of req on the connection: the message is written
+// once, in the queue's own slot.
+func (w *World) sendRequest(conn *netConn, req *Request) {
+	m := conn.toServer.pushSlot()
+	m.kind = wireRequest
+	m.req = *req
+}
+
 // closeClientEnd closes the client's end of a connection: it reads
 // nothing more, and the server learns of the close after the messages
 // already on their way, which it still receives and applies.
@@ -193,7 +201,11 @@ func (w *World) take(st Step) {
 }
 
 func (w *World) deliverToServer(conn *netConn) {
-	m := conn.toServer.pop()
+	// The message is handled where it lies in the queue, and dropped
+	// after: delivering to the server pushes only onto the connections'
+	// to-client queues, never onto a to-server one, and a connection is
+	// reset (its queues cleared) only after the message is dropped.
+	m := conn.toServer.front()
 	c := conn.client
 	if !w.serverHasConn(conn.id) {
 		if m.kind != wireFin {
@@ -203,6 +215,7 @@ func (w *World) deliverToServer(conn *netConn) {
 			}
 			w.emit(e)
 		}
+		conn.toServer.drop()
 		return
 	}
 	switch m.kind {
@@ -216,6 +229,7 @@ func (w *World) deliverToServer(conn *netConn) {
 		if m.req.Xid >= 0 && c.dropRequests > 0 {
 			c.dropRequests--
 			w.emit(Event{Kind: "fault", Client: c.number(), Op: m.req.Op.String(), Xid: m.req.Xid, Path: m.req.Path, Detail: "request dropped before the server saw it; connection broken"})
+			conn.toServer.drop()
 			w.reset(conn, "request dropped")
 			return
 		}
@@ -230,11 +244,12 @@ func (w *World) deliverToServer(conn *netConn) {
 			w.ens.Receive(w.nowMs(), conn.id, m.req)
 			break
 		}
-		w.server.Receive(w.nowMs(), conn.id, m.req)
+		w.server.receive(w.nowMs(), conn.id, &m.req)
 	case wireFin:
 		w.disconnectServer(conn.id)
 		w.emit(Event{Kind: "server", Client: c.number(), Detail: fmt.Sprintf("conn%d closed by the client", conn.id)})
 	}
+	conn.toServer.drop()
 	w.drainServer()
 }
 

@@ -506,11 +506,18 @@ func (s *Server) closeSession(nowMs int64, id int64, reply *Request) {
 // Receive handles one request that arrived on a connection and queues its
 // reply, and the watch events it fires, in Outputs.
 func (s *Server) Receive(nowMs int64, conn ConnID, req Request) {
+	s.receive(nowMs, conn, &req)
+}
+
+// receive is Receive with the request by pointer, not copied at each call
+// on its way (a Request is some 360 bytes); the world hands it the request
+// where it lies in the connection's queue. It keeps no pointer to req.
+func (s *Server) receive(nowMs int64, conn ConnID, req *Request) {
 	id, ok := s.conns[conn]
 	if !ok {
 		panic(fmt.Sprintf("sim: request on closed connection %d", conn))
 	}
-	if packetLen(&req) > s.cfg.MaxPacketBytes || crashesServer(&req) {
+	if packetLen(req) > s.cfg.MaxPacketBytes || crashesServer(req) {
 		// NIOServerCnxn reads the length first and closes the connection
 		// on a "Len error": the request is never read, nothing is answered.
 		s.dropConn(conn)
@@ -518,11 +525,11 @@ func (s *Server) Receive(nowMs int64, conn ConnID, req Request) {
 		return
 	}
 	if req.Op == OpAuth {
-		s.authenticate(conn, req)
+		s.authenticate(conn, *req)
 		return
 	}
 	if req.Op == OpSASL {
-		s.sasl(conn, req)
+		s.sasl(conn, *req)
 		return
 	}
 	s.caller = conn
@@ -535,14 +542,14 @@ func (s *Server) Receive(nowMs int64, conn ConnID, req Request) {
 	}
 	s.touch(nowMs, sess)
 	if req.Malformed {
-		s.marshallingError(conn, req)
+		s.marshallingError(conn, *req)
 		return
 	}
 	switch req.Op {
 	case OpPing:
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid})
 	case OpCloseSession:
-		s.closeSession(nowMs, sess.id, &req)
+		s.closeSession(nowMs, sess.id, req)
 	case OpExists:
 		s.exists(conn, req)
 	case OpGetData:
@@ -552,25 +559,25 @@ func (s *Server) Receive(nowMs int64, conn ConnID, req Request) {
 	case OpSync:
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Path: req.Path})
 	case OpSetWatches:
-		s.setWatches(conn, req)
+		s.setWatches(conn, *req)
 	case OpGetACL:
-		s.getACL(conn, req)
+		s.getACL(conn, *req)
 	case OpWhoAmI:
-		s.whoAmI(conn, req)
+		s.whoAmI(conn, *req)
 	case OpCreate, OpCreate2, OpCreateCont, OpCreateTTL, OpDelete, OpSetData, OpCheck, OpSetACL:
 		t := s.begin()
-		resp := s.writeOne(nowMs, sess, req, t)
+		resp := s.writeRequest(nowMs, sess, req, t)
 		s.commit(t)
 		resp.Xid, resp.Zxid = req.Xid, t.zxid
 		s.reply(conn, resp)
 	case OpMulti:
 		t := s.begin()
-		resp := s.multi(nowMs, sess, req, t)
+		resp := s.multi(nowMs, sess, *req, t)
 		s.commit(t)
 		resp.Xid, resp.Zxid = req.Xid, t.zxid
 		s.reply(conn, resp)
 	default:
-		s.receiveMore(nowMs, conn, sess, req)
+		s.receiveMore(nowMs, conn, sess, *req)
 	}
 }
 
@@ -580,7 +587,7 @@ func (s *Server) reply(conn ConnID, r Response) {
 
 // --- reads ---
 
-func (s *Server) exists(conn ConnID, req Request) {
+func (s *Server) exists(conn ConnID, req *Request) {
 	if strings.IndexByte(req.Path, 0) >= 0 {
 		// FinalRequestProcessor refuses a NUL in an exists path before it
 		// looks (and sets no watch); the other reads just find nothing
@@ -601,7 +608,7 @@ func (s *Server) exists(conn ConnID, req Request) {
 	s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Stat: n.stat()})
 }
 
-func (s *Server) getData(conn ConnID, req Request) {
+func (s *Server) getData(conn ConnID, req *Request) {
 	n := s.readNode(req.Path)
 	if n == nil {
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoNode})
@@ -617,7 +624,7 @@ func (s *Server) getData(conn ConnID, req Request) {
 	s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Stat: n.stat(), Data: slices.Clone(n.data)})
 }
 
-func (s *Server) getChildren(conn ConnID, req Request) {
+func (s *Server) getChildren(conn ConnID, req *Request) {
 	n := s.readNode(req.Path)
 	if n == nil {
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoNode})
@@ -951,14 +958,20 @@ func (s *Server) apply(nowMs int64, sess *serverSession, req *Request, w write, 
 // a transaction: PrepRequestProcessor turns it into an error txn with a
 // zxid of its own.
 func (s *Server) writeOne(nowMs int64, sess *serverSession, req Request, t *txn) Response {
+	return s.writeRequest(nowMs, sess, &req, t)
+}
+
+// writeRequest is writeOne with the request by pointer; it keeps no
+// pointer to it.
+func (s *Server) writeRequest(nowMs int64, sess *serverSession, req *Request, t *txn) Response {
 	o := s.overlay[:0]
 	s.recordsUsed = 0
 	defer func() { s.overlay = o[:0] }()
-	w, code := s.validate(sess, &req, &o)
+	w, code := s.validate(sess, req, &o)
 	if code != CodeOK {
 		return Response{Err: code}
 	}
-	return s.apply(nowMs, sess, &req, w, t)
+	return s.apply(nowMs, sess, req, w, t)
 }
 
 // multi applies the ops of a multi atomically in one transaction: either
