@@ -10,8 +10,8 @@ import (
 // it: if it exists, its parent exists and lists it; if it does not, its
 // parent (when there is one) does not list it; an ephemeral has a live
 // owner that lists it. A violation is a simulator bug and panics.
-func (s *Server) checkNode(path string) {
-	n := s.nodes[path]
+func (s *Server) checkNode(path string, seen *nodeLookups) {
+	n := seen.node(s, path)
 	if path == "/" {
 		if n == nil {
 			panic("sim: invariant: the root is gone")
@@ -19,7 +19,7 @@ func (s *Server) checkNode(path string) {
 		return
 	}
 	parentPath, name := parentOf(path)
-	parent := s.nodes[parentPath]
+	parent := seen.node(s, parentPath)
 	if n == nil {
 		if parent != nil && parent.children != nil && parent.children.has(name) {
 			panic(fmt.Sprintf("sim: invariant: %s lists deleted child %s", parentPath, name))
@@ -41,6 +41,29 @@ func (s *Server) checkNode(path string) {
 			panic(fmt.Sprintf("sim: invariant: ephemeral %s has no live owner %#x", path, n.ephemeralOwner))
 		}
 	}
+}
+
+// nodeLookups remembers the last few lookups in the tree while a
+// transaction's nodes are checked: the tree does not change meanwhile, and
+// a write touches a node and its parent, whose own check looks the parent
+// up again (a lookup hashes the path: most of checkNode's time).
+type nodeLookups struct {
+	paths [4]string
+	nodes [4]*znode
+	used  int
+}
+
+func (l *nodeLookups) node(s *Server, path string) *znode {
+	for i := range l.used {
+		if l.paths[i] == path {
+			return l.nodes[i]
+		}
+	}
+	n := s.nodes[path]
+	i := l.used % len(l.paths)
+	l.paths[i], l.nodes[i] = path, n
+	l.used = min(l.used+1, len(l.paths))
+	return n
 }
 
 // CheckInvariants checks the whole tree: every node's parent exists and

@@ -721,8 +721,9 @@ func (s *Server) commit(t *txn) {
 		panic(fmt.Sprintf("sim: transaction %#x committed after %#x", t.zxid, s.lastZxid))
 	}
 	s.fire(t.events)
+	var seen nodeLookups
 	for _, path := range t.touched {
-		s.checkNode(path)
+		s.checkNode(path, &seen)
 	}
 	if s.checkEvery {
 		if err := s.CheckInvariants(); err != nil {
@@ -788,6 +789,12 @@ type write struct {
 	path  string // the path to act on: with the sequence suffix for a sequential create
 	owner int64  // a create's ephemeralOwner
 	acl   aclID  // a create's or a setACL's ACL, validated and expanded
+	// node and parent are the nodes at path and at its parent as the tree
+	// holds them, when the caller knows them: a single write's validation
+	// has just looked them up, and nothing changes the tree before it is
+	// applied. Nil, apply looks them up (the ops of a multi change the
+	// tree one after another).
+	node, parent *znode
 }
 
 // validate checks one write op against the overlay and records its effect
@@ -932,11 +939,22 @@ func (s *Server) apply(nowMs int64, sess *serverSession, req *Request, w write, 
 		return s.createNode(nowMs, sess, req, w, t)
 	case OpDelete:
 		parentPath, _ := parentOf(w.path)
-		s.assertPermitted(parentPath, s.nodes[parentPath], zk.PermDelete)
-		s.deleteNode(t, w.path)
+		parent := w.parent
+		if parent == nil {
+			parent = s.nodes[parentPath]
+		}
+		s.assertPermitted(parentPath, parent, zk.PermDelete)
+		n := w.node
+		if n == nil {
+			n = s.nodes[w.path]
+		}
+		s.deleteKnownNode(t, w.path, n, parentPath, parent)
 		return Response{}
 	case OpSetData:
-		n := s.nodes[w.path]
+		n := w.node
+		if n == nil {
+			n = s.nodes[w.path]
+		}
 		s.assertPermitted(w.path, n, zk.PermWrite)
 		n.data = slices.Clone(req.Data)
 		n.version++
@@ -970,6 +988,15 @@ func (s *Server) writeRequest(nowMs int64, sess *serverSession, req *Request, t 
 	w, code := s.validate(sess, req, &o)
 	if code != CodeOK {
 		return Response{Err: code}
+	}
+	parentPath, _ := parentOf(w.path)
+	for _, r := range o {
+		switch r.path {
+		case w.path:
+			w.node = r.node
+		case parentPath:
+			w.parent = r.node
+		}
 	}
 	return s.apply(nowMs, sess, req, w, t)
 }
@@ -1020,7 +1047,10 @@ func (s *Server) multi(nowMs int64, sess *serverSession, req Request, t *txn) Re
 
 func (s *Server) createNode(nowMs int64, sess *serverSession, req *Request, w write, t *txn) Response {
 	parentPath, name := parentOf(w.path)
-	parent := s.nodes[parentPath]
+	parent := w.parent
+	if parent == nil {
+		parent = s.nodes[parentPath]
+	}
 	s.assertPermitted(parentPath, parent, zk.PermCreate)
 	wall := s.wallMs(nowMs)
 	n := &znode{
@@ -1083,9 +1113,14 @@ func isSpecialPath(path string) bool {
 // deleteNode removes a childless node within t and queues its watch
 // events: deleted on the node, children-changed on its parent.
 func (s *Server) deleteNode(t *txn, path string) {
-	n := s.nodes[path]
-	parentPath, name := parentOf(path)
-	parent := s.nodes[parentPath]
+	parentPath, _ := parentOf(path)
+	s.deleteKnownNode(t, path, s.nodes[path], parentPath, s.nodes[parentPath])
+}
+
+// deleteKnownNode is deleteNode for a caller that has the node and its
+// parent at hand.
+func (s *Server) deleteKnownNode(t *txn, path string, n *znode, parentPath string, parent *znode) {
+	_, name := parentOf(path)
 	delete(s.nodes, path)
 	parent.children.remove(name)
 	// DataTree.deleteNode only raises pzxid: a create applied with a
