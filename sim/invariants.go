@@ -45,24 +45,24 @@ func (s *Server) checkNode(path string, seen *nodeLookups) {
 
 // nodeLookups remembers the last few lookups in the tree while a
 // transaction's nodes are checked: the tree does not change meanwhile, and
-// a write touches a node and its parent, whose own check looks the parent
-// up again (a lookup hashes the path: most of checkNode's time).
+// a write touches a node and then its parent, whose own check looks the
+// parent up again (a lookup hashes the path: most of checkNode's time).
 type nodeLookups struct {
-	paths [4]string
-	nodes [4]*znode
-	used  int
+	paths [2]string
+	nodes [2]*znode
+	next  int
 }
 
 func (l *nodeLookups) node(s *Server, path string) *znode {
-	for i := range l.used {
-		if l.paths[i] == path {
-			return l.nodes[i]
-		}
+	if l.paths[0] == path && path != "" {
+		return l.nodes[0]
+	}
+	if l.paths[1] == path && path != "" {
+		return l.nodes[1]
 	}
 	n := s.nodes[path]
-	i := l.used % len(l.paths)
-	l.paths[i], l.nodes[i] = path, n
-	l.used = min(l.used+1, len(l.paths))
+	l.paths[l.next], l.nodes[l.next] = path, n
+	l.next ^= 1
 	return n
 }
 

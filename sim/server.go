@@ -790,10 +790,10 @@ type write struct {
 	owner int64  // a create's ephemeralOwner
 	acl   aclID  // a create's or a setACL's ACL, validated and expanded
 	// node and parent are the nodes at path and at its parent as the tree
-	// holds them, when the caller knows them: a single write's validation
-	// has just looked them up, and nothing changes the tree before it is
-	// applied. Nil, apply looks them up (the ops of a multi change the
-	// tree one after another).
+	// held them when validation looked (nil where there was none, or where
+	// it did not look): a single write is applied to the tree it was
+	// validated against, so apply need not look them up again. A multi
+	// clears them: its ops change the tree one after another.
 	node, parent *znode
 }
 
@@ -834,7 +834,7 @@ func (s *Server) validate(sess *serverSession, req *Request, o *overlay) (write,
 		}
 		n.exists = false
 		parent.numChildren--
-		return write{path: req.Path}, CodeOK
+		return write{path: req.Path, node: n.node, parent: parent.node}, CodeOK
 	case OpSetData, OpCheck:
 		if validateServerPath(req.Path, false) != nil {
 			return write{}, CodeBadArguments
@@ -856,7 +856,7 @@ func (s *Server) validate(sess *serverSession, req *Request, o *overlay) (write,
 		if req.Op == OpSetData {
 			n.version++
 		}
-		return write{path: req.Path}, CodeOK
+		return write{path: req.Path, node: n.node}, CodeOK
 	case OpSetACL:
 		return s.validateSetACL(req, o)
 	}
@@ -910,7 +910,7 @@ func (s *Server) validateCreate(sess *serverSession, req *Request, o *overlay) (
 	*n = changeRecord{path: path, exists: true, owner: owner, acl: id}
 	parent.numChildren++
 	parent.cversion++
-	return write{path: path, owner: owner, acl: id}, CodeOK
+	return write{path: path, owner: owner, acl: id, parent: parent.node}, CodeOK
 }
 
 // parentForWrite is PrepRequestProcessor's first look at a create's or a
@@ -989,15 +989,6 @@ func (s *Server) writeRequest(nowMs int64, sess *serverSession, req *Request, t 
 	if code != CodeOK {
 		return Response{Err: code}
 	}
-	parentPath, _ := parentOf(w.path)
-	for _, r := range o {
-		switch r.path {
-		case w.path:
-			w.node = r.node
-		case parentPath:
-			w.parent = r.node
-		}
-	}
 	return s.apply(nowMs, sess, req, w, t)
 }
 
@@ -1036,6 +1027,9 @@ func (s *Server) multi(nowMs int64, sess *serverSession, req Request, t *txn) Re
 			}
 			return Response{Multi: results}
 		}
+		// The ops apply one after another, each to the tree the ones
+		// before it left: not to the nodes validation found.
+		w.node, w.parent = nil, nil
 		writes[i] = w
 	}
 	for i, w := range writes {
