@@ -254,15 +254,30 @@ func (w *World) deliverToServer(conn *netConn) {
 }
 
 func (w *World) deliverToClient(conn *netConn) {
-	o := conn.toClient.pop()
+	o := conn.toClient.front()
 	c := conn.client
 	if o.Kind == OutReply && o.Reply.Xid >= 0 && c.dropReplies > 0 {
 		c.dropReplies--
 		w.emit(Event{Kind: "fault", Client: c.number(), Xid: o.Reply.Xid, Zxid: o.Reply.Zxid, Detail: "reply dropped after the server applied the request; connection broken"})
+		conn.toClient.drop()
 		w.reset(conn, "reply dropped")
 		return
 	}
-	c.receive(conn, &o)
+	if o.Kind == OutReply {
+		// A reply is read where it lies in the queue: the client copies
+		// it once, into its call's record, and the queue drops it before
+		// the client acts on it (which may close the connection and
+		// clear the queue).
+		p := c.takeReply(conn, &o.Reply)
+		conn.toClient.drop()
+		if p != nil {
+			c.completeReply(p)
+		}
+		return
+	}
+	m := *o
+	conn.toClient.drop()
+	c.receive(conn, &m)
 }
 
 func describeOutput(o Output) string {
