@@ -566,10 +566,11 @@ func (s *Server) receive(nowMs int64, conn ConnID, req *Request) {
 		s.whoAmI(conn, *req)
 	case OpCreate, OpCreate2, OpCreateCont, OpCreateTTL, OpDelete, OpSetData, OpCheck, OpSetACL:
 		t := s.begin()
-		resp := s.writeRequest(nowMs, sess, req, t)
+		var resp Response
+		s.writeInto(nowMs, sess, req, t, &resp)
 		s.commit(t)
 		resp.Xid, resp.Zxid = req.Xid, t.zxid
-		s.reply(conn, resp)
+		s.replyWith(conn, &resp)
 	case OpMulti:
 		t := s.begin()
 		resp := s.multi(nowMs, sess, *req, t)
@@ -583,6 +584,15 @@ func (s *Server) receive(nowMs int64, conn ConnID, req *Request) {
 
 func (s *Server) reply(conn ConnID, r Response) {
 	s.send(Output{Conn: conn, Kind: OutReply, Reply: r})
+}
+
+// replyWith is reply for a response the caller holds: it is copied once,
+// into the output's own slot (an Output is some 380 bytes).
+func (s *Server) replyWith(conn ConnID, r *Response) {
+	s.outputs = append(s.outputs, Output{})
+	o := &s.outputs[len(s.outputs)-1]
+	o.Conn, o.Kind = conn, OutReply
+	o.Reply = *r
 }
 
 // --- reads ---
@@ -934,9 +944,19 @@ func parentForWrite(path string) (string, bool) {
 // Each write is held to the permission a real server requires for it, on
 // the node as the tree holds it (assertPermitted).
 func (s *Server) apply(nowMs int64, sess *serverSession, req *Request, w write, t *txn) Response {
+	var resp Response
+	s.applyInto(nowMs, sess, req, w, t, &resp)
+	return resp
+}
+
+// applyInto is apply that writes its reply into out, which is zero: the
+// reply is written once, where the caller keeps it, not returned up
+// through each call (a Response is some 260 bytes).
+func (s *Server) applyInto(nowMs int64, sess *serverSession, req *Request, w write, t *txn, out *Response) {
 	switch req.Op {
 	case OpCreate, OpCreate2, OpCreateCont, OpCreateTTL:
-		return s.createNode(nowMs, sess, req, w, t)
+		s.createNode(nowMs, sess, req, w, t, out)
+		return
 	case OpDelete:
 		parentPath, _ := parentOf(w.path)
 		parent := w.parent
@@ -949,7 +969,7 @@ func (s *Server) apply(nowMs int64, sess *serverSession, req *Request, w write, 
 			n = s.nodes[w.path]
 		}
 		s.deleteKnownNode(t, w.path, n, parentPath, parent)
-		return Response{}
+		return
 	case OpSetData:
 		n := w.node
 		if n == nil {
@@ -962,12 +982,14 @@ func (s *Server) apply(nowMs int64, sess *serverSession, req *Request, w write, 
 		n.mtime = s.wallMs(nowMs)
 		t.touched = append(t.touched, w.path)
 		t.events = append(t.events, pendingEvent{w.path, zk.EventNodeDataChanged, n.acl})
-		return Response{Stat: n.stat()}
+		out.Stat = n.stat()
+		return
 	case OpCheck:
 		s.assertPermitted(w.path, s.nodes[w.path], zk.PermRead)
-		return Response{}
+		return
 	case OpSetACL:
-		return s.setACL(w, t)
+		*out = s.setACL(w, t)
+		return
 	}
 	panic(fmt.Sprintf("sim: %v is not a write", req.Op))
 }
@@ -976,20 +998,23 @@ func (s *Server) apply(nowMs int64, sess *serverSession, req *Request, w write, 
 // a transaction: PrepRequestProcessor turns it into an error txn with a
 // zxid of its own.
 func (s *Server) writeOne(nowMs int64, sess *serverSession, req Request, t *txn) Response {
-	return s.writeRequest(nowMs, sess, &req, t)
+	var resp Response
+	s.writeInto(nowMs, sess, &req, t, &resp)
+	return resp
 }
 
-// writeRequest is writeOne with the request by pointer; it keeps no
-// pointer to it.
-func (s *Server) writeRequest(nowMs int64, sess *serverSession, req *Request, t *txn) Response {
+// writeInto is writeOne with the request by pointer, writing its reply
+// into out, which is zero; it keeps no pointer to either.
+func (s *Server) writeInto(nowMs int64, sess *serverSession, req *Request, t *txn, out *Response) {
 	o := s.overlay[:0]
 	s.recordsUsed = 0
 	defer func() { s.overlay = o[:0] }()
 	w, code := s.validate(sess, req, &o)
 	if code != CodeOK {
-		return Response{Err: code}
+		out.Err = code
+		return
 	}
-	return s.apply(nowMs, sess, req, w, t)
+	s.applyInto(nowMs, sess, req, w, t, out)
 }
 
 // multi applies the ops of a multi atomically in one transaction: either
@@ -1039,7 +1064,7 @@ func (s *Server) multi(nowMs int64, sess *serverSession, req Request, t *txn) Re
 	return Response{Multi: results}
 }
 
-func (s *Server) createNode(nowMs int64, sess *serverSession, req *Request, w write, t *txn) Response {
+func (s *Server) createNode(nowMs int64, sess *serverSession, req *Request, w write, t *txn, out *Response) {
 	parentPath, name := parentOf(w.path)
 	parent := w.parent
 	if parent == nil {
@@ -1069,7 +1094,7 @@ func (s *Server) createNode(nowMs int64, sess *serverSession, req *Request, w wr
 	}
 	t.touched = append(t.touched, w.path, parentPath)
 	t.events = append(t.events, pendingEvent{w.path, zk.EventNodeCreated, n.acl}, pendingEvent{parentPath, zk.EventNodeChildrenChanged, parent.acl})
-	return Response{Path: w.path, Stat: n.stat()}
+	out.Path, out.Stat = w.path, n.stat()
 }
 
 type ownerKindType int
