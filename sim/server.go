@@ -586,13 +586,19 @@ func (s *Server) reply(conn ConnID, r Response) {
 	s.send(Output{Conn: conn, Kind: OutReply, Reply: r})
 }
 
-// replyWith is reply for a response the caller holds: it is copied once,
-// into the output's own slot (an Output is some 380 bytes).
-func (s *Server) replyWith(conn ConnID, r *Response) {
+// replySlot queues a zero reply for conn and returns it, to be filled in
+// place; it is good until the next output.
+func (s *Server) replySlot(conn ConnID) *Response {
 	s.outputs = append(s.outputs, Output{})
 	o := &s.outputs[len(s.outputs)-1]
 	o.Conn, o.Kind = conn, OutReply
-	o.Reply = *r
+	return &o.Reply
+}
+
+// replyWith is reply for a response the caller holds: it is copied once,
+// into the output's own slot (an Output is some 380 bytes).
+func (s *Server) replyWith(conn ConnID, r *Response) {
+	*s.replySlot(conn) = *r
 }
 
 // --- reads ---
@@ -615,7 +621,8 @@ func (s *Server) exists(conn ConnID, req *Request) {
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoNode})
 		return
 	}
-	s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Stat: n.stat()})
+	r := s.replySlot(conn)
+	r.Xid, r.Zxid, r.Stat = req.Xid, s.lastZxid, n.stat()
 }
 
 func (s *Server) getData(conn ConnID, req *Request) {
@@ -631,7 +638,8 @@ func (s *Server) getData(conn ConnID, req *Request) {
 	if req.Watch {
 		addWatcher(s.dataWatches, req.Path, conn)
 	}
-	s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Stat: n.stat(), Data: slices.Clone(n.data)})
+	r := s.replySlot(conn)
+	r.Xid, r.Zxid, r.Stat, r.Data = req.Xid, s.lastZxid, n.stat(), slices.Clone(n.data)
 }
 
 func (s *Server) getChildren(conn ConnID, req *Request) {
