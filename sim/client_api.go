@@ -61,11 +61,47 @@ func (c *Client) do(ctx context.Context, req Request, onReply func(error)) (Resp
 // onOK if it succeeded, of type onNoNode if the node was missing (0: none).
 // It returns the watch's channel, nil if none was set.
 func (c *Client) doWatch(ctx context.Context, req Request, onReply func(error), onOK, onNoNode watchType) (Response, <-chan zk.Event, error) {
-	if err := c.callable(ctx); err != nil {
+	p, err := c.call(ctx, &req, onReply, onOK, onNoNode)
+	if p == nil {
 		return Response{}, nil, err
 	}
+	resp, ech := p.resp, p.watchCh
+	c.freePending(p)
+	return resp, ech, err
+}
+
+// noReply is the reply a call that failed before any reply reads: zero.
+// Nothing writes it.
+var noReply Response
+
+// replyOf is the reply in a call's record, noReply for none.
+func replyOf(p *pending) *Response {
+	if p == nil {
+		return &noReply
+	}
+	return &p.resp
+}
+
+// release gives back a record call returned, if any.
+func (c *Client) release(p *pending) {
+	if p != nil {
+		c.freePending(p)
+	}
+}
+
+// call is doWatch that leaves the reply where it came, in the call's
+// record, for the caller to read what it needs of it (a Response is some
+// 260 bytes, and each copy of one showed in BenchmarkSimThroughput). It
+// returns the record, nil if the call failed before any reply (the error
+// says why), and the error the call ends with: the transport's, or the
+// server's code. The caller gives the record back with freePending once
+// it has read it.
+func (c *Client) call(ctx context.Context, req *Request, onReply func(error), onOK, onNoNode watchType) (*pending, error) {
+	if err := c.callable(ctx); err != nil {
+		return nil, err
+	}
 	p := c.newPending()
-	p.req, p.onReply = req, onReply
+	p.req, p.onReply = *req, onReply
 	p.watchOK, p.watchNoNode = onOK, onNoNode
 	p.req.Xid = c.nextXid()
 	if c.authed && !c.resending {
@@ -75,13 +111,14 @@ func (c *Client) doWatch(ctx context.Context, req Request, onReply func(error), 
 	}
 	c.w.block(p)
 	// Done: nothing refers to p any more (it left inflight or unsent when
-	// it completed), so it can serve the next call.
-	resp, ech, err := p.resp, p.watchCh, p.err
-	c.freePending(p)
-	if err != nil {
-		return Response{}, nil, err
+	// it completed), so it can serve the next call once the caller has
+	// read it.
+	if p.err != nil {
+		err := p.err
+		c.freePending(p)
+		return nil, err
 	}
-	return resp, ech, resp.Err.Error()
+	return p, p.resp.Err.Error()
 }
 
 // begin records the invocation of an operation in the history, when the
@@ -195,11 +232,16 @@ func (c *Client) create(ctx context.Context, op OpCode, path string, data []byte
 	if op == OpCreate && ttl {
 		return "", fmt.Errorf("Create with TTL flag disallowed: %w", zk.ErrInvalidFlags)
 	}
-	resp, err := c.do(ctx, Request{Op: op, Path: path, Data: data, Mode: flags, ACL: acl}, nil)
+	p, err := c.call(ctx, &Request{Op: op, Path: path, Data: data, Mode: flags, ACL: acl}, nil, 0, 0)
+	if p == nil {
+		return "", err
+	}
+	created := p.resp.Path
+	c.freePending(p)
 	if err != nil {
 		return "", err
 	}
-	return resp.Path, nil
+	return created, nil
 }
 
 // Delete is zk.Conn.Delete.
@@ -210,7 +252,10 @@ func (c *Client) Delete(ctx context.Context, path string, version int32) error {
 	if !validateClientPath(path, false) {
 		err = zk.ErrInvalidPath
 	} else {
-		_, err = c.do(ctx, Request{Op: OpDelete, Path: path, Version: version}, nil)
+		var p *pending
+		if p, err = c.call(ctx, &Request{Op: OpDelete, Path: path, Version: version}, nil, 0, 0); p != nil {
+			c.freePending(p)
+		}
 	}
 	c.end(i, err, nil)
 	return err
@@ -294,14 +339,21 @@ func (c *Client) get(ctx context.Context, path string, watch bool) ([]byte, *zk.
 	if watch {
 		onOK = watchData
 	}
-	resp, ech, err := c.doWatch(ctx, Request{Op: OpGetData, Path: path, Watch: watch}, nil, onOK, 0)
+	p, err := c.call(ctx, &Request{Op: OpGetData, Path: path, Watch: watch}, nil, onOK, 0)
 	if err == zk.ErrConnectionClosed || (watch && err != nil) {
+		c.release(p)
 		c.end(i, err, nil)
 		return nil, nil, nil, err
 	}
+	resp := replyOf(p)
+	data, ech := resp.Data, (<-chan zk.Event)(nil)
+	if p != nil {
+		ech = p.watchCh
+	}
 	stat := resp.Stat
-	c.end(i, err, func(o *Operation) { o.OutData, o.Stat = resp.Data, &stat })
-	return resp.Data, &stat, ech, err
+	c.release(p)
+	c.end(i, err, func(o *Operation) { o.OutData, o.Stat = data, &stat })
+	return data, &stat, ech, err
 }
 
 // Set is zk.Conn.Set.
@@ -312,12 +364,14 @@ func (c *Client) Set(ctx context.Context, path string, data []byte, version int3
 		c.end(i, zk.ErrInvalidPath, nil)
 		return nil, zk.ErrInvalidPath
 	}
-	resp, err := c.do(ctx, Request{Op: OpSetData, Path: path, Data: data, Version: version}, nil)
+	p, err := c.call(ctx, &Request{Op: OpSetData, Path: path, Data: data, Version: version}, nil, 0, 0)
 	if err == zk.ErrConnectionClosed {
+		c.release(p)
 		c.end(i, err, nil)
 		return nil, err
 	}
-	stat := resp.Stat
+	stat := replyOf(p).Stat
+	c.release(p)
 	c.end(i, err, func(o *Operation) { o.Stat = &stat })
 	return &stat, err
 }

@@ -2,7 +2,9 @@ package sim
 
 // fifo is a queue that reuses its storage: popping advances a head index,
 // and the slice is rewound when the queue empties, so a steady flow of
-// messages allocates nothing.
+// messages allocates nothing. The storage past the tail is always zero
+// (pop and clear zero what they release), so pushSlot hands out a blank
+// slot without clearing it.
 type fifo[T any] struct {
 	items []T
 	head  int
@@ -11,6 +13,19 @@ type fifo[T any] struct {
 func (q *fifo[T]) len() int { return len(q.items) - q.head }
 
 func (q *fifo[T]) push(v T) { q.items = append(q.items, v) }
+
+// pushSlot appends a zero item and returns it, to be filled in place: a
+// message is written once, not built aside and copied in (a request on
+// the wire is some 400 bytes). The pointer is good until the next push.
+func (q *fifo[T]) pushSlot() *T {
+	if n := len(q.items); n < cap(q.items) {
+		q.items = q.items[:n+1]
+		return &q.items[n]
+	}
+	var zero T
+	q.items = append(q.items, zero)
+	return &q.items[len(q.items)-1]
+}
 
 func (q *fifo[T]) pop() T {
 	var zero T
@@ -22,6 +37,22 @@ func (q *fifo[T]) pop() T {
 		q.head = 0
 	}
 	return v
+}
+
+// front returns the oldest item in place, for a reader that handles it
+// without a copy and then drops it. Nothing may push or clear the queue in
+// between.
+func (q *fifo[T]) front() *T { return &q.items[q.head] }
+
+// drop removes the oldest item, as pop does, without returning it.
+func (q *fifo[T]) drop() {
+	var zero T
+	q.items[q.head] = zero
+	q.head++
+	if q.head == len(q.items) {
+		q.items = q.items[:0]
+		q.head = 0
+	}
 }
 
 func (q *fifo[T]) clear() {

@@ -10,8 +10,8 @@ import (
 // it: if it exists, its parent exists and lists it; if it does not, its
 // parent (when there is one) does not list it; an ephemeral has a live
 // owner that lists it. A violation is a simulator bug and panics.
-func (s *Server) checkNode(path string) {
-	n := s.nodes[path]
+func (s *Server) checkNode(path string, seen *nodeLookups) {
+	n := seen.node(s, path)
 	if path == "/" {
 		if n == nil {
 			panic("sim: invariant: the root is gone")
@@ -19,7 +19,7 @@ func (s *Server) checkNode(path string) {
 		return
 	}
 	parentPath, name := parentOf(path)
-	parent := s.nodes[parentPath]
+	parent := seen.node(s, parentPath)
 	if n == nil {
 		if parent != nil && parent.children != nil && parent.children.has(name) {
 			panic(fmt.Sprintf("sim: invariant: %s lists deleted child %s", parentPath, name))
@@ -41,6 +41,29 @@ func (s *Server) checkNode(path string) {
 			panic(fmt.Sprintf("sim: invariant: ephemeral %s has no live owner %#x", path, n.ephemeralOwner))
 		}
 	}
+}
+
+// nodeLookups remembers the last few lookups in the tree while a
+// transaction's nodes are checked: the tree does not change meanwhile, and
+// a write touches a node and then its parent, whose own check looks the
+// parent up again (a lookup hashes the path: most of checkNode's time).
+type nodeLookups struct {
+	paths [2]string
+	nodes [2]*znode
+	next  int
+}
+
+func (l *nodeLookups) node(s *Server, path string) *znode {
+	if l.paths[0] == path && path != "" {
+		return l.nodes[0]
+	}
+	if l.paths[1] == path && path != "" {
+		return l.nodes[1]
+	}
+	n := s.nodes[path]
+	l.paths[l.next], l.nodes[l.next] = path, n
+	l.next ^= 1
+	return n
 }
 
 // CheckInvariants checks the whole tree: every node's parent exists and

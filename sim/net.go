@@ -70,6 +70,14 @@ func (w *World) sendToServer(conn *netConn, m wireMsg) {
 	conn.toServer.push(m)
 }
 
+// sendRequest puts a copy of req on the connection: the message is written
+// once, in the queue's own slot.
+func (w *World) sendRequest(conn *netConn, req *Request) {
+	m := conn.toServer.pushSlot()
+	m.kind = wireRequest
+	m.req = *req
+}
+
 // closeClientEnd closes the client's end of a connection: it reads
 // nothing more, and the server learns of the close after the messages
 // already on their way, which it still receives and applies.
@@ -140,7 +148,8 @@ func (w *World) enumerate() []Step {
 			continue
 		}
 		if t.ready.ready() {
-			e = append(e, Step{Kind: StepRunTask, Client: t.client.number(), Task: t.name, task: t})
+			st := addStep(&e)
+			st.Kind, st.Client, st.Task, st.task = StepRunTask, t.client.number(), t.name, t
 		}
 	}
 	if w.ens != nil {
@@ -154,10 +163,12 @@ func (w *World) enumerate() []Step {
 			continue
 		}
 		if conn.toServer.len() > 0 && w.serverUp {
-			e = append(e, Step{Kind: StepToServer, Client: c.number(), Conn: conn.id, conn: conn})
+			st := addStep(&e)
+			st.Kind, st.Client, st.Conn, st.conn = StepToServer, c.number(), conn.id, conn
 		}
 		if conn.toClient.len() > 0 && !c.paused() {
-			e = append(e, Step{Kind: StepToClient, Client: c.number(), Conn: conn.id, conn: conn})
+			st := addStep(&e)
+			st.Kind, st.Client, st.Conn, st.conn = StepToClient, c.number(), conn.id, conn
 		}
 	}
 	w.dueBuf = w.dueTimers(w.dueBuf[:0])
@@ -166,6 +177,15 @@ func (w *World) enumerate() []Step {
 	}
 	w.enabled = e
 	return e
+}
+
+// addStep appends a zero step to e and returns it, to be filled in place: a
+// step built aside and copied in was most of enumerate's time (the copy
+// reads it back in wider words than it was written in, which the CPU
+// cannot forward from its store buffer).
+func addStep(e *[]Step) *Step {
+	*e = append(*e, Step{})
+	return &(*e)[len(*e)-1]
 }
 
 // take performs one step other than running a task.
@@ -193,7 +213,11 @@ func (w *World) take(st Step) {
 }
 
 func (w *World) deliverToServer(conn *netConn) {
-	m := conn.toServer.pop()
+	// The message is handled where it lies in the queue, and dropped
+	// after: delivering to the server pushes only onto the connections'
+	// to-client queues, never onto a to-server one, and a connection is
+	// reset (its queues cleared) only after the message is dropped.
+	m := conn.toServer.front()
 	c := conn.client
 	if !w.serverHasConn(conn.id) {
 		if m.kind != wireFin {
@@ -203,6 +227,7 @@ func (w *World) deliverToServer(conn *netConn) {
 			}
 			w.emit(e)
 		}
+		conn.toServer.drop()
 		return
 	}
 	switch m.kind {
@@ -216,6 +241,7 @@ func (w *World) deliverToServer(conn *netConn) {
 		if m.req.Xid >= 0 && c.dropRequests > 0 {
 			c.dropRequests--
 			w.emit(Event{Kind: "fault", Client: c.number(), Op: m.req.Op.String(), Xid: m.req.Xid, Path: m.req.Path, Detail: "request dropped before the server saw it; connection broken"})
+			conn.toServer.drop()
 			w.reset(conn, "request dropped")
 			return
 		}
@@ -230,24 +256,40 @@ func (w *World) deliverToServer(conn *netConn) {
 			w.ens.Receive(w.nowMs(), conn.id, m.req)
 			break
 		}
-		w.server.Receive(w.nowMs(), conn.id, m.req)
+		w.server.receive(w.nowMs(), conn.id, &m.req)
 	case wireFin:
 		w.disconnectServer(conn.id)
 		w.emit(Event{Kind: "server", Client: c.number(), Detail: fmt.Sprintf("conn%d closed by the client", conn.id)})
 	}
+	conn.toServer.drop()
 	w.drainServer()
 }
 
 func (w *World) deliverToClient(conn *netConn) {
-	o := conn.toClient.pop()
+	o := conn.toClient.front()
 	c := conn.client
 	if o.Kind == OutReply && o.Reply.Xid >= 0 && c.dropReplies > 0 {
 		c.dropReplies--
 		w.emit(Event{Kind: "fault", Client: c.number(), Xid: o.Reply.Xid, Zxid: o.Reply.Zxid, Detail: "reply dropped after the server applied the request; connection broken"})
+		conn.toClient.drop()
 		w.reset(conn, "reply dropped")
 		return
 	}
-	c.receive(conn, &o)
+	if o.Kind == OutReply {
+		// A reply is read where it lies in the queue: the client copies
+		// it once, into its call's record, and the queue drops it before
+		// the client acts on it (which may close the connection and
+		// clear the queue).
+		p := c.takeReply(conn, &o.Reply)
+		conn.toClient.drop()
+		if p != nil {
+			c.completeReply(p)
+		}
+		return
+	}
+	m := *o
+	conn.toClient.drop()
+	c.receive(conn, &m)
 }
 
 func describeOutput(o Output) string {

@@ -13,6 +13,15 @@ import (
 // BADARGUMENTS. The rules work on UTF-16 code units, so every character
 // outside the Basic Multilingual Plane (a surrogate pair) is rejected.
 func validateServerPath(path string, sequential bool) error {
+	if !sequential && plainPath(path) {
+		return nil
+	}
+	return validateServerPathRules(path, sequential)
+}
+
+// validateServerPathRules is validateServerPath without the fast accept of
+// plain paths.
+func validateServerPathRules(path string, sequential bool) error {
 	if sequential {
 		path += "1"
 	}
@@ -59,6 +68,29 @@ func validateServerPath(path string, sequential bool) error {
 // asciiUnits returns the UTF-16 units of an ASCII path without
 // allocating (in a small stack buffer), or nil if the path is not ASCII or
 // too long for it.
+// plainPath reports whether path is one the server's rules surely accept:
+// a slash, then names of plain ASCII characters (letters, digits, '-' and
+// the other printable characters past '/': no dot, no control, not DEL)
+// joined by single slashes, with no slash at the end. It is the common
+// case, checked without the UTF-16 walk; a path it does not recognise
+// takes the full check.
+func plainPath(path string) bool {
+	n := len(path)
+	if n < 2 || path[0] != '/' || path[n-1] == '/' {
+		return false
+	}
+	for i := 1; i < n; i++ {
+		b := path[i]
+		switch {
+		case b > '/' && b < 0x7f, b == '-':
+		case b == '/' && path[i-1] != '/':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 func asciiUnits(s string) []uint16 {
 	var buf [128]uint16
 	if len(s) > len(buf) {
@@ -109,6 +141,13 @@ func validateClientPath(path string, sequential bool) bool {
 	// fails there with NONODE, "/../x" is refused by the client).
 	prevWidth := 0
 	for i := 1; i < n; {
+		if b := path[i]; b > '/' && b < 0x7f || b == '-' {
+			// The common case, a plain ASCII character (not a slash, a dot or
+			// a control): nothing to check.
+			i++
+			prevWidth = 1
+			continue
+		}
 		r, width := rune(path[i]), 1
 		if r >= utf8.RuneSelf {
 			r, width = utf8.DecodeRuneInString(path[i:])

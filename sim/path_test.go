@@ -55,3 +55,36 @@ func TestPathValidators(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainPathsAreValid holds plainPath, the server's fast accept, to the
+// full rules: every path it accepts, of up to five characters over an
+// alphabet of the characters the rules treat apart, the rules accept too;
+// and it accepts the plain ones.
+func TestPlainPathsAreValid(t *testing.T) {
+	alphabet := []string{"/", ".", "a", "0", "~", " ", "-", "\x00", "\x01", "\x7f", "\u0085", "é"}
+	accepted := 0
+	var walk func(path string, depth int)
+	walk = func(path string, depth int) {
+		if plainPath(path) {
+			accepted++
+			if err := validateServerPathRules(path, false); err != nil {
+				t.Errorf("plainPath accepts %q, which the rules refuse: %v", path, err)
+			}
+		}
+		if depth == 5 {
+			return
+		}
+		for _, c := range alphabet {
+			walk(path+c, depth+1)
+		}
+	}
+	walk("", 0)
+	for _, path := range []string{"/a", "/bench/n", "/lock/n-0000000001", "/A_b:c/~x"} {
+		if !plainPath(path) {
+			t.Errorf("plainPath refuses plain %q", path)
+		}
+	}
+	if accepted == 0 {
+		t.Fatal("plainPath accepted no path of the alphabet")
+	}
+}

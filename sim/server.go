@@ -506,11 +506,18 @@ func (s *Server) closeSession(nowMs int64, id int64, reply *Request) {
 // Receive handles one request that arrived on a connection and queues its
 // reply, and the watch events it fires, in Outputs.
 func (s *Server) Receive(nowMs int64, conn ConnID, req Request) {
+	s.receive(nowMs, conn, &req)
+}
+
+// receive is Receive with the request by pointer, not copied at each call
+// on its way (a Request is some 360 bytes); the world hands it the request
+// where it lies in the connection's queue. It keeps no pointer to req.
+func (s *Server) receive(nowMs int64, conn ConnID, req *Request) {
 	id, ok := s.conns[conn]
 	if !ok {
 		panic(fmt.Sprintf("sim: request on closed connection %d", conn))
 	}
-	if packetLen(&req) > s.cfg.MaxPacketBytes || crashesServer(&req) {
+	if packetLen(req) > s.cfg.MaxPacketBytes || crashesServer(req) {
 		// NIOServerCnxn reads the length first and closes the connection
 		// on a "Len error": the request is never read, nothing is answered.
 		s.dropConn(conn)
@@ -518,11 +525,11 @@ func (s *Server) Receive(nowMs int64, conn ConnID, req Request) {
 		return
 	}
 	if req.Op == OpAuth {
-		s.authenticate(conn, req)
+		s.authenticate(conn, *req)
 		return
 	}
 	if req.Op == OpSASL {
-		s.sasl(conn, req)
+		s.sasl(conn, *req)
 		return
 	}
 	s.caller = conn
@@ -535,14 +542,14 @@ func (s *Server) Receive(nowMs int64, conn ConnID, req Request) {
 	}
 	s.touch(nowMs, sess)
 	if req.Malformed {
-		s.marshallingError(conn, req)
+		s.marshallingError(conn, *req)
 		return
 	}
 	switch req.Op {
 	case OpPing:
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid})
 	case OpCloseSession:
-		s.closeSession(nowMs, sess.id, &req)
+		s.closeSession(nowMs, sess.id, req)
 	case OpExists:
 		s.exists(conn, req)
 	case OpGetData:
@@ -552,25 +559,26 @@ func (s *Server) Receive(nowMs int64, conn ConnID, req Request) {
 	case OpSync:
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Path: req.Path})
 	case OpSetWatches:
-		s.setWatches(conn, req)
+		s.setWatches(conn, *req)
 	case OpGetACL:
-		s.getACL(conn, req)
+		s.getACL(conn, *req)
 	case OpWhoAmI:
-		s.whoAmI(conn, req)
+		s.whoAmI(conn, *req)
 	case OpCreate, OpCreate2, OpCreateCont, OpCreateTTL, OpDelete, OpSetData, OpCheck, OpSetACL:
 		t := s.begin()
-		resp := s.writeOne(nowMs, sess, req, t)
+		var resp Response
+		s.writeInto(nowMs, sess, req, t, &resp)
 		s.commit(t)
 		resp.Xid, resp.Zxid = req.Xid, t.zxid
-		s.reply(conn, resp)
+		s.replyWith(conn, &resp)
 	case OpMulti:
 		t := s.begin()
-		resp := s.multi(nowMs, sess, req, t)
+		resp := s.multi(nowMs, sess, *req, t)
 		s.commit(t)
 		resp.Xid, resp.Zxid = req.Xid, t.zxid
 		s.reply(conn, resp)
 	default:
-		s.receiveMore(nowMs, conn, sess, req)
+		s.receiveMore(nowMs, conn, sess, *req)
 	}
 }
 
@@ -578,9 +586,24 @@ func (s *Server) reply(conn ConnID, r Response) {
 	s.send(Output{Conn: conn, Kind: OutReply, Reply: r})
 }
 
+// replySlot queues a zero reply for conn and returns it, to be filled in
+// place; it is good until the next output.
+func (s *Server) replySlot(conn ConnID) *Response {
+	s.outputs = append(s.outputs, Output{})
+	o := &s.outputs[len(s.outputs)-1]
+	o.Conn, o.Kind = conn, OutReply
+	return &o.Reply
+}
+
+// replyWith is reply for a response the caller holds: it is copied once,
+// into the output's own slot (an Output is some 380 bytes).
+func (s *Server) replyWith(conn ConnID, r *Response) {
+	*s.replySlot(conn) = *r
+}
+
 // --- reads ---
 
-func (s *Server) exists(conn ConnID, req Request) {
+func (s *Server) exists(conn ConnID, req *Request) {
 	if strings.IndexByte(req.Path, 0) >= 0 {
 		// FinalRequestProcessor refuses a NUL in an exists path before it
 		// looks (and sets no watch); the other reads just find nothing
@@ -598,10 +621,11 @@ func (s *Server) exists(conn ConnID, req Request) {
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoNode})
 		return
 	}
-	s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Stat: n.stat()})
+	r := s.replySlot(conn)
+	r.Xid, r.Zxid, r.Stat = req.Xid, s.lastZxid, n.stat()
 }
 
-func (s *Server) getData(conn ConnID, req Request) {
+func (s *Server) getData(conn ConnID, req *Request) {
 	n := s.readNode(req.Path)
 	if n == nil {
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoNode})
@@ -614,10 +638,11 @@ func (s *Server) getData(conn ConnID, req Request) {
 	if req.Watch {
 		addWatcher(s.dataWatches, req.Path, conn)
 	}
-	s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Stat: n.stat(), Data: slices.Clone(n.data)})
+	r := s.replySlot(conn)
+	r.Xid, r.Zxid, r.Stat, r.Data = req.Xid, s.lastZxid, n.stat(), slices.Clone(n.data)
 }
 
-func (s *Server) getChildren(conn ConnID, req Request) {
+func (s *Server) getChildren(conn ConnID, req *Request) {
 	n := s.readNode(req.Path)
 	if n == nil {
 		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoNode})
@@ -714,8 +739,9 @@ func (s *Server) commit(t *txn) {
 		panic(fmt.Sprintf("sim: transaction %#x committed after %#x", t.zxid, s.lastZxid))
 	}
 	s.fire(t.events)
+	var seen nodeLookups
 	for _, path := range t.touched {
-		s.checkNode(path)
+		s.checkNode(path, &seen)
 	}
 	if s.checkEvery {
 		if err := s.CheckInvariants(); err != nil {
@@ -781,6 +807,12 @@ type write struct {
 	path  string // the path to act on: with the sequence suffix for a sequential create
 	owner int64  // a create's ephemeralOwner
 	acl   aclID  // a create's or a setACL's ACL, validated and expanded
+	// node and parent are the nodes at path and at its parent as the tree
+	// held them when validation looked (nil where there was none, or where
+	// it did not look): a single write is applied to the tree it was
+	// validated against, so apply need not look them up again. A multi
+	// clears them: its ops change the tree one after another.
+	node, parent *znode
 }
 
 // validate checks one write op against the overlay and records its effect
@@ -820,7 +852,7 @@ func (s *Server) validate(sess *serverSession, req *Request, o *overlay) (write,
 		}
 		n.exists = false
 		parent.numChildren--
-		return write{path: req.Path}, CodeOK
+		return write{path: req.Path, node: n.node, parent: parent.node}, CodeOK
 	case OpSetData, OpCheck:
 		if validateServerPath(req.Path, false) != nil {
 			return write{}, CodeBadArguments
@@ -842,7 +874,7 @@ func (s *Server) validate(sess *serverSession, req *Request, o *overlay) (write,
 		if req.Op == OpSetData {
 			n.version++
 		}
-		return write{path: req.Path}, CodeOK
+		return write{path: req.Path, node: n.node}, CodeOK
 	case OpSetACL:
 		return s.validateSetACL(req, o)
 	}
@@ -896,7 +928,7 @@ func (s *Server) validateCreate(sess *serverSession, req *Request, o *overlay) (
 	*n = changeRecord{path: path, exists: true, owner: owner, acl: id}
 	parent.numChildren++
 	parent.cversion++
-	return write{path: path, owner: owner, acl: id}, CodeOK
+	return write{path: path, owner: owner, acl: id, parent: parent.node}, CodeOK
 }
 
 // parentForWrite is PrepRequestProcessor's first look at a create's or a
@@ -920,16 +952,37 @@ func parentForWrite(path string) (string, bool) {
 // Each write is held to the permission a real server requires for it, on
 // the node as the tree holds it (assertPermitted).
 func (s *Server) apply(nowMs int64, sess *serverSession, req *Request, w write, t *txn) Response {
+	var resp Response
+	s.applyInto(nowMs, sess, req, w, t, &resp)
+	return resp
+}
+
+// applyInto is apply that writes its reply into out, which is zero: the
+// reply is written once, where the caller keeps it, not returned up
+// through each call (a Response is some 260 bytes).
+func (s *Server) applyInto(nowMs int64, sess *serverSession, req *Request, w write, t *txn, out *Response) {
 	switch req.Op {
 	case OpCreate, OpCreate2, OpCreateCont, OpCreateTTL:
-		return s.createNode(nowMs, sess, req, w, t)
+		s.createNode(nowMs, sess, req, w, t, out)
+		return
 	case OpDelete:
 		parentPath, _ := parentOf(w.path)
-		s.assertPermitted(parentPath, s.nodes[parentPath], zk.PermDelete)
-		s.deleteNode(t, w.path)
-		return Response{}
+		parent := w.parent
+		if parent == nil {
+			parent = s.nodes[parentPath]
+		}
+		s.assertPermitted(parentPath, parent, zk.PermDelete)
+		n := w.node
+		if n == nil {
+			n = s.nodes[w.path]
+		}
+		s.deleteKnownNode(t, w.path, n, parentPath, parent)
+		return
 	case OpSetData:
-		n := s.nodes[w.path]
+		n := w.node
+		if n == nil {
+			n = s.nodes[w.path]
+		}
 		s.assertPermitted(w.path, n, zk.PermWrite)
 		n.data = slices.Clone(req.Data)
 		n.version++
@@ -937,12 +990,14 @@ func (s *Server) apply(nowMs int64, sess *serverSession, req *Request, w write, 
 		n.mtime = s.wallMs(nowMs)
 		t.touched = append(t.touched, w.path)
 		t.events = append(t.events, pendingEvent{w.path, zk.EventNodeDataChanged, n.acl})
-		return Response{Stat: n.stat()}
+		out.Stat = n.stat()
+		return
 	case OpCheck:
 		s.assertPermitted(w.path, s.nodes[w.path], zk.PermRead)
-		return Response{}
+		return
 	case OpSetACL:
-		return s.setACL(w, t)
+		*out = s.setACL(w, t)
+		return
 	}
 	panic(fmt.Sprintf("sim: %v is not a write", req.Op))
 }
@@ -951,14 +1006,23 @@ func (s *Server) apply(nowMs int64, sess *serverSession, req *Request, w write, 
 // a transaction: PrepRequestProcessor turns it into an error txn with a
 // zxid of its own.
 func (s *Server) writeOne(nowMs int64, sess *serverSession, req Request, t *txn) Response {
+	var resp Response
+	s.writeInto(nowMs, sess, &req, t, &resp)
+	return resp
+}
+
+// writeInto is writeOne with the request by pointer, writing its reply
+// into out, which is zero; it keeps no pointer to either.
+func (s *Server) writeInto(nowMs int64, sess *serverSession, req *Request, t *txn, out *Response) {
 	o := s.overlay[:0]
 	s.recordsUsed = 0
 	defer func() { s.overlay = o[:0] }()
-	w, code := s.validate(sess, &req, &o)
+	w, code := s.validate(sess, req, &o)
 	if code != CodeOK {
-		return Response{Err: code}
+		out.Err = code
+		return
 	}
-	return s.apply(nowMs, sess, &req, w, t)
+	s.applyInto(nowMs, sess, req, w, t, out)
 }
 
 // multi applies the ops of a multi atomically in one transaction: either
@@ -996,6 +1060,9 @@ func (s *Server) multi(nowMs int64, sess *serverSession, req Request, t *txn) Re
 			}
 			return Response{Multi: results}
 		}
+		// The ops apply one after another, each to the tree the ones
+		// before it left: not to the nodes validation found.
+		w.node, w.parent = nil, nil
 		writes[i] = w
 	}
 	for i, w := range writes {
@@ -1005,9 +1072,12 @@ func (s *Server) multi(nowMs int64, sess *serverSession, req Request, t *txn) Re
 	return Response{Multi: results}
 }
 
-func (s *Server) createNode(nowMs int64, sess *serverSession, req *Request, w write, t *txn) Response {
+func (s *Server) createNode(nowMs int64, sess *serverSession, req *Request, w write, t *txn, out *Response) {
 	parentPath, name := parentOf(w.path)
-	parent := s.nodes[parentPath]
+	parent := w.parent
+	if parent == nil {
+		parent = s.nodes[parentPath]
+	}
 	s.assertPermitted(parentPath, parent, zk.PermCreate)
 	wall := s.wallMs(nowMs)
 	n := &znode{
@@ -1032,7 +1102,7 @@ func (s *Server) createNode(nowMs int64, sess *serverSession, req *Request, w wr
 	}
 	t.touched = append(t.touched, w.path, parentPath)
 	t.events = append(t.events, pendingEvent{w.path, zk.EventNodeCreated, n.acl}, pendingEvent{parentPath, zk.EventNodeChildrenChanged, parent.acl})
-	return Response{Path: w.path, Stat: n.stat()}
+	out.Path, out.Stat = w.path, n.stat()
 }
 
 type ownerKindType int
@@ -1070,9 +1140,14 @@ func isSpecialPath(path string) bool {
 // deleteNode removes a childless node within t and queues its watch
 // events: deleted on the node, children-changed on its parent.
 func (s *Server) deleteNode(t *txn, path string) {
-	n := s.nodes[path]
-	parentPath, name := parentOf(path)
-	parent := s.nodes[parentPath]
+	parentPath, _ := parentOf(path)
+	s.deleteKnownNode(t, path, s.nodes[path], parentPath, s.nodes[parentPath])
+}
+
+// deleteKnownNode is deleteNode for a caller that has the node and its
+// parent at hand.
+func (s *Server) deleteKnownNode(t *txn, path string, n *znode, parentPath string, parent *znode) {
+	_, name := parentOf(path)
 	delete(s.nodes, path)
 	parent.children.remove(name)
 	// DataTree.deleteNode only raises pzxid: a create applied with a

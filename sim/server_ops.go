@@ -21,7 +21,7 @@ func (s *Server) receiveMore(nowMs int64, conn ConnID, sess *serverSession, req 
 	case OpGetChildrenNoStat:
 		// handleGetChildrenRequest: the checks of getChildren2, and a
 		// reply without the Stat.
-		resp := s.readReply(conn, req.Xid, func() { s.getChildren(conn, withOp(req, OpGetChildren)) })
+		resp := s.readReply(conn, req.Xid, func() { r := withOp(req, OpGetChildren); s.getChildren(conn, &r) })
 		resp.Stat = zk.Stat{}
 		s.reply(conn, resp)
 	case OpAddWatch:
@@ -210,7 +210,7 @@ func javaTrimmed(r rune) bool { return r <= ' ' }
 // (DataTree.getAllChildrenNumber). The node must exist and be readable,
 // as for getChildren.
 func (s *Server) getAllChildrenNumber(conn ConnID, req Request) {
-	resp := s.readReply(conn, req.Xid, func() { s.getChildren(conn, withOp(withWatch(req, false), OpGetChildren)) })
+	resp := s.readReply(conn, req.Xid, func() { r := withOp(withWatch(req, false), OpGetChildren); s.getChildren(conn, &r) })
 	if resp.Err != CodeOK {
 		s.reply(conn, Response{Xid: req.Xid, Zxid: resp.Zxid, Err: resp.Err})
 		return
@@ -254,9 +254,9 @@ func (s *Server) multiRead(conn ConnID, req Request) {
 		op.Watch = false
 		var resp Response
 		if op.Op == OpGetData {
-			resp = s.readReply(conn, req.Xid, func() { s.getData(conn, op) })
+			resp = s.readReply(conn, req.Xid, func() { s.getData(conn, &op) })
 		} else {
-			resp = s.readReply(conn, req.Xid, func() { s.getChildren(conn, withOp(op, OpGetChildren)) })
+			resp = s.readReply(conn, req.Xid, func() { r := withOp(op, OpGetChildren); s.getChildren(conn, &r) })
 		}
 		switch {
 		case resp.Err != CodeOK:
