@@ -164,40 +164,42 @@ func BenchmarkServePipelined(b *testing.B) {
 		c := benchConn(b, addr)
 		defer c.Close()
 		p := benchNode(b, c)
-		data := []byte("0123456789abcdef")
-		run := func(n int) {
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			var failed atomic.Value
-			for range pipelineDepth {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-						var err error
-						if i%2 == 0 {
-							_, _, err = c.Get(p)
-						} else {
-							_, err = c.Set(p, data, -1)
-						}
-						if err != nil {
-							failed.Store(err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			if err := failed.Load(); err != nil {
-				b.Fatal(err)
-			}
-		}
-		run(20000) // warm up
+		pipelinedLoad(b, c, p, 20000) // warm up
 		b.ResetTimer()
 		start := time.Now()
-		run(b.N)
+		pipelinedLoad(b, c, p, b.N)
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "ops/s")
 	})
+}
+
+// pipelinedLoad makes n requests on c from pipelineDepth goroutines at
+// once, half getData and half setData of node p.
+func pipelinedLoad(b *testing.B, c *zk.Conn, p string, n int) {
+	b.Helper()
+	data := []byte("0123456789abcdef")
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for range pipelineDepth {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				var err error
+				if i%2 == 0 {
+					_, _, err = c.Get(p)
+				} else {
+					_, err = c.Set(p, data, -1)
+				}
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := failed.Load(); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // From starting the server's process to the first granted session:
