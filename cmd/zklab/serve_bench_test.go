@@ -82,6 +82,29 @@ func benchNode(b *testing.B, c *zk.Conn) string {
 	return p
 }
 
+// One client reads, waiting for each reply before the next request:
+// getData round trips.
+func BenchmarkServeSyncReads(b *testing.B) {
+	benchServers(b, func(b *testing.B, addr string) {
+		c := benchConn(b, addr)
+		defer c.Close()
+		p := benchNode(b, c)
+		for range 2000 { // warm up
+			if _, _, err := c.Get(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ResetTimer()
+		start := time.Now()
+		for b.Loop() {
+			if _, _, err := c.Get(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "ops/s")
+	})
+}
+
 // One client writes, waiting for each reply before the next request:
 // setData round trips.
 func BenchmarkServeSyncWrites(b *testing.B) {

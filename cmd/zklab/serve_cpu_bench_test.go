@@ -13,44 +13,73 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/zklab/zklab/recipes/zkconn/zktest"
 )
 
-// Where the CPU of a pipelined go-zookeeper client against a server goes,
-// the server in a process of its own (Linux only, from /proc):
+// Where the CPU goes, go-zookeeper's beside the server's, with the server
+// in a process of its own (Linux only, from /proc):
 //
-//	go test ./cmd/zklab -run '^$' -bench 'ServePipelinedCPU' -benchtime 100000x
+//	go test ./cmd/zklab -run '^$' -bench 'ServeCPU' -benchtime 100000x
 //
-// It reports, per operation, the server process's CPU (server-µs/op), this
-// process's, the client's (client-µs/op), and each one's read and write
-// system calls (server-syscalls/op, client-syscalls/op). On a machine of few cores their sum
+// For one client's synchronous reads (getData) and writes (setData), and
+// for BenchmarkServePipelined's load, it reports per operation the server
+// process's CPU (server-µs/op), this process's, the client's
+// (client-µs/op), and each one's read and write system calls
+// (server-syscalls/op, client-syscalls/op). CPU per operation is steadier
+// than a rate on a loaded machine, and on a machine of few cores the sum
 // bounds the rate: 2 cores at 25 µs of CPU per operation do 80,000 per
 // second at most, whatever either side's latency.
 //
 // ZKLAB_SERVE_BIN names the zklab binary to serve with (to compare two
 // builds with one test binary); by default the package is built.
-func BenchmarkServePipelinedCPU(b *testing.B) {
+func BenchmarkServeCPU(b *testing.B) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		b.Skip("needs Linux's /proc")
+	}
+	loads := []struct {
+		name string
+		run  func(b *testing.B, c *zk.Conn, p string, n int)
+	}{
+		{"sync-reads", func(b *testing.B, c *zk.Conn, p string, n int) {
+			for range n {
+				if _, _, err := c.Get(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}},
+		{"sync-writes", func(b *testing.B, c *zk.Conn, p string, n int) {
+			data := []byte("0123456789abcdef")
+			for range n {
+				if _, err := c.Set(p, data, -1); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}},
+		{"pipelined", pipelinedLoad},
 	}
 	run := func(b *testing.B, addr string, pid int) {
 		c := benchConn(b, addr)
 		defer c.Close()
 		p := benchNode(b, c)
-		pipelinedLoad(b, c, p, 20000) // warm up
-		serverBefore, clientBefore := processCPU(b, pid), selfCPU(b)
-		callsBefore, clientCallsBefore := processSyscalls(b, pid), processSyscalls(b, os.Getpid())
-		b.ResetTimer()
-		start := time.Now()
-		pipelinedLoad(b, c, p, b.N)
-		elapsed := time.Since(start)
-		b.StopTimer()
-		n := float64(b.N)
-		b.ReportMetric(n/elapsed.Seconds(), "ops/s")
-		b.ReportMetric(float64((processCPU(b, pid)-serverBefore).Microseconds())/n, "server-µs/op")
-		b.ReportMetric(float64((selfCPU(b)-clientBefore).Microseconds())/n, "client-µs/op")
-		b.ReportMetric(float64(processSyscalls(b, pid)-callsBefore)/n, "server-syscalls/op")
-		b.ReportMetric(float64(processSyscalls(b, os.Getpid())-clientCallsBefore)/n, "client-syscalls/op")
+		for _, load := range loads {
+			b.Run(load.name, func(b *testing.B) {
+				load.run(b, c, p, 2000) // warm up
+				serverBefore, clientBefore := processCPU(b, pid), selfCPU(b)
+				callsBefore, clientCallsBefore := processSyscalls(b, pid), processSyscalls(b, os.Getpid())
+				b.ResetTimer()
+				start := time.Now()
+				load.run(b, c, p, b.N)
+				elapsed := time.Since(start)
+				b.StopTimer()
+				n := float64(b.N)
+				b.ReportMetric(n/elapsed.Seconds(), "ops/s")
+				b.ReportMetric(float64((processCPU(b, pid)-serverBefore).Microseconds())/n, "server-µs/op")
+				b.ReportMetric(float64((selfCPU(b)-clientBefore).Microseconds())/n, "client-µs/op")
+				b.ReportMetric(float64(processSyscalls(b, pid)-callsBefore)/n, "server-syscalls/op")
+				b.ReportMetric(float64(processSyscalls(b, os.Getpid())-clientCallsBefore)/n, "client-syscalls/op")
+			})
+		}
 	}
 	b.Run("zookeeper", func(b *testing.B) {
 		if _, err := exec.LookPath(zktest.ZkServerScript); err != nil {

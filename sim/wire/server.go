@@ -510,7 +510,13 @@ type pendingRequest struct {
 
 // conn is one client connection: a reader goroutine that decodes frames
 // and applies them under the server's lock, and a writer goroutine that
-// sends what the server queued, so that no lock is held during I/O.
+// sends what the server queued, so that no lock is held during I/O. The
+// reader sends its own requests' replies when it has applied every whole
+// frame it has read, as far as the socket takes them without waiting
+// (writeInline): a pipelining client's replies then leave in one write
+// per read, without a goroutine woken per request; the writer sends the
+// rest, what other connections' requests and the timers cause, and what
+// waited for a partition or an fsync.
 type conn struct {
 	s       *Server
 	id      sim.ConnID
