@@ -82,6 +82,29 @@ func benchNode(b *testing.B, c *zk.Conn) string {
 	return p
 }
 
+// One client reads, waiting for each reply before the next request:
+// getData round trips.
+func BenchmarkServeSyncReads(b *testing.B) {
+	benchServers(b, func(b *testing.B, addr string) {
+		c := benchConn(b, addr)
+		defer c.Close()
+		p := benchNode(b, c)
+		for range 2000 { // warm up
+			if _, _, err := c.Get(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ResetTimer()
+		start := time.Now()
+		for b.Loop() {
+			if _, _, err := c.Get(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "ops/s")
+	})
+}
+
 // One client writes, waiting for each reply before the next request:
 // setData round trips.
 func BenchmarkServeSyncWrites(b *testing.B) {
@@ -164,40 +187,42 @@ func BenchmarkServePipelined(b *testing.B) {
 		c := benchConn(b, addr)
 		defer c.Close()
 		p := benchNode(b, c)
-		data := []byte("0123456789abcdef")
-		run := func(n int) {
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			var failed atomic.Value
-			for range pipelineDepth {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-						var err error
-						if i%2 == 0 {
-							_, _, err = c.Get(p)
-						} else {
-							_, err = c.Set(p, data, -1)
-						}
-						if err != nil {
-							failed.Store(err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			if err := failed.Load(); err != nil {
-				b.Fatal(err)
-			}
-		}
-		run(20000) // warm up
+		pipelinedLoad(b, c, p, 20000) // warm up
 		b.ResetTimer()
 		start := time.Now()
-		run(b.N)
+		pipelinedLoad(b, c, p, b.N)
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "ops/s")
 	})
+}
+
+// pipelinedLoad makes n requests on c from pipelineDepth goroutines at
+// once, half getData and half setData of node p.
+func pipelinedLoad(b *testing.B, c *zk.Conn, p string, n int) {
+	b.Helper()
+	data := []byte("0123456789abcdef")
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for range pipelineDepth {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				var err error
+				if i%2 == 0 {
+					_, _, err = c.Get(p)
+				} else {
+					_, err = c.Set(p, data, -1)
+				}
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := failed.Load(); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // From starting the server's process to the first granted session:
@@ -244,7 +269,8 @@ func BenchmarkServeStartToFirstSession(b *testing.B) {
 // The server's own capacity, without go-zookeeper's costs (a write
 // system call per request, two reads per reply): one connection, a raw
 // client that writes pipelineDepth requests (half getData, half setData)
-// at a time in one write and reads the replies through a buffer.
+// at a time in one write and reads the replies through a buffer. It
+// reports this process's CPU per op too (process-µs/op).
 func BenchmarkServePipelinedRawClient(b *testing.B) {
 	benchServers(b, func(b *testing.B, addr string) {
 		nc, err := net.Dial("tcp", addr)
@@ -309,8 +335,13 @@ func BenchmarkServePipelinedRawClient(b *testing.B) {
 		}
 		run(20000) // warm up
 		b.ResetTimer()
-		start := time.Now()
+		start, cpuStart := time.Now(), processCPUTime()
 		run(b.N)
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "ops/s")
+		if cpuStart >= 0 {
+			// For zklab, its CPU with the raw client's (which is
+			// little); for zookeeper, the raw client's only.
+			b.ReportMetric(float64((processCPUTime()-cpuStart).Microseconds())/float64(b.N), "process-µs/op")
+		}
 	})
 }

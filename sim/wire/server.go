@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/zklab/zklab/sim"
@@ -81,6 +82,11 @@ type Server struct {
 	// heldConns are the connections with frames held for an fsync
 	// (group commit, see Journal.startGroupCommit).
 	heldConns []*conn
+	// replying is the connection whose reader is applying one of its
+	// requests: what that queues for it is written by the reader itself
+	// once no whole frame is left in its read buffer (writeInline), not
+	// handed to its writer one request at a time.
+	replying *conn
 
 	wg sync.WaitGroup // every goroutine the server started
 }
@@ -191,6 +197,7 @@ func (s *Server) ServeConn(nc net.Conn) error {
 		s: s, id: s.nextConn, nc: nc, remote: remote, ipKey: ipKey, opened: at,
 		pending: make(map[int32]pendingRequest),
 		wake:    make(chan struct{}, 1),
+		raw:     rawConnOf(nc),
 	}
 	c.stats.latencyMinMs = math.MaxInt64
 	s.conns[c.id] = c
@@ -503,7 +510,13 @@ type pendingRequest struct {
 
 // conn is one client connection: a reader goroutine that decodes frames
 // and applies them under the server's lock, and a writer goroutine that
-// sends what the server queued, so that no lock is held during I/O.
+// sends what the server queued, so that no lock is held during I/O. The
+// reader sends its own requests' replies when it has applied every whole
+// frame it has read, as far as the socket takes them without waiting
+// (writeInline): a pipelining client's replies then leave in one write
+// per read, without a goroutine woken per request; the writer sends the
+// rest, what other connections' requests and the timers cause, and what
+// waited for a partition or an fsync.
 type conn struct {
 	s       *Server
 	id      sim.ConnID
@@ -532,6 +545,14 @@ type conn struct {
 	closeReason string
 	gone        bool // the reader has ended and reported the close
 	wake        chan struct{}
+	// writing: a goroutine (the writer, or the reader in writeInline)
+	// has taken out and is writing it; the other leaves nc alone, so
+	// that frames leave in the order they were queued.
+	writing bool
+	// raw is nc's file descriptor, for the reader's writes that must not
+	// block (writeInline); nil when nc has none (net.Pipe): then only
+	// the writer writes.
+	raw syscall.RawConn
 	// held are frames that wait for the journal's fsync (group commit),
 	// heldMarks where each run of them ends and the fsync it waits for.
 	held      []byte
@@ -566,7 +587,9 @@ func (c *conn) enqueue(b []byte) {
 		return
 	}
 	c.out = b
-	c.wakeWriter()
+	if c.s.replying != c {
+		c.wakeWriter()
+	}
 }
 
 func (c *conn) wakeWriter() {
@@ -655,7 +678,24 @@ func (c *conn) readLoop() {
 			c.end(reason)
 			return
 		}
+		if !wholeFrameBuffered(r) {
+			// What the requests read so far have queued leaves before
+			// the reader waits for more: in one write for all of them.
+			c.writeInline()
+		}
 	}
+}
+
+// wholeFrameBuffered reports whether r holds a whole frame (or a length
+// prefix that closes the connection): the reader can go on without a
+// read that may wait.
+func wholeFrameBuffered(r *bufio.Reader) bool {
+	if r.Buffered() < 4 {
+		return false
+	}
+	prefix, _ := r.Peek(4)
+	n := int32(binary.BigEndian.Uint32(prefix))
+	return n < 0 || r.Buffered()-4 >= int(n)
 }
 
 func readError(err error) string {
@@ -731,7 +771,8 @@ func (c *conn) request(body []byte) string {
 	}
 	s := c.s
 	if d := s.delayBeforeRequest(); d > 0 {
-		time.Sleep(d) // ADDDELAY
+		c.writeInline() // what earlier requests queued is not delayed
+		time.Sleep(d)   // ADDDELAY
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -772,7 +813,11 @@ func (c *conn) request(body []byte) string {
 		s.journal.receive(nowMs, c.id, body)
 	}
 	s.sim.Receive(nowMs, c.id, req)
+	if c.raw != nil {
+		s.replying = c
+	}
 	s.flushLocked()
+	s.replying = nil
 	if fired {
 		s.keyedAfterLocked(c, keyed, nowMs)
 	}
@@ -809,10 +854,17 @@ func (c *conn) writeLoop() {
 		for {
 			s.mu.Lock()
 			s.awaitHealLocked(c.session) // a partition holds what is sent too
+			if c.writing {
+				// The reader is writing (writeInline); it wakes the
+				// writer again if anything is left.
+				s.mu.Unlock()
+				break
+			}
 			buf := c.out
 			c.out = c.spare[:0]
 			c.spare = nil
 			c.queued = 0
+			c.writing = len(buf) > 0
 			// Held frames go out before the close, unless the server
 			// has stopped and they never will.
 			closing := c.closing && (len(c.heldMarks) == 0 || s.closed)
@@ -822,6 +874,7 @@ func (c *conn) writeLoop() {
 				_, err = c.nc.Write(buf)
 			}
 			s.mu.Lock()
+			c.writing = false
 			c.spare = buf[:0]
 			s.mu.Unlock()
 			if err != nil || len(buf) == 0 && closing {
@@ -834,6 +887,52 @@ func (c *conn) writeLoop() {
 			}
 		}
 	}
+}
+
+// writeInline writes what is queued for c from its reader, as far as the
+// socket takes it without waiting, and leaves the rest (and a close) to
+// the writer. A pipelining client's replies then leave in one write per
+// batch of requests read, with no goroutine woken to write them. It never
+// waits for the client: a client that reads nothing still has its
+// requests read, as ZooKeeper's selector thread never blocks on one
+// connection.
+func (c *conn) writeInline() {
+	if c.raw == nil {
+		return
+	}
+	s := c.s
+	s.mu.Lock()
+	if c.writing || len(c.out) == 0 || s.closed || c.session != 0 && s.partitionedLocked(c.session) {
+		// The writer has it, or a partition holds it (the writer waits
+		// the partition out).
+		if len(c.out) > 0 {
+			c.wakeWriter()
+		}
+		s.mu.Unlock()
+		return
+	}
+	buf := c.out
+	c.out = c.spare[:0]
+	c.spare = nil
+	c.queued = 0
+	c.writing = true
+	s.mu.Unlock()
+	n, err := writeNoWait(c.raw, buf)
+	s.mu.Lock()
+	c.writing = false
+	if n < len(buf) && err == nil {
+		// The socket is full: the rest goes ahead of anything queued
+		// meanwhile, by the writer, which may wait.
+		rest := append(buf[:0], buf[n:]...)
+		c.out = append(rest, c.out...)
+	} else {
+		c.spare = buf[:0]
+	}
+	// On an error the reader sees the close; the writer stops.
+	if len(c.out) > 0 || c.closing || err != nil {
+		c.wakeWriter()
+	}
+	s.mu.Unlock()
 }
 
 // disconnectLocked, expireLocked and restartLocked feed the simulated
