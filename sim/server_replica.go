@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strconv"
 )
 
 // This file lets servers replicate one another's transactions, for the
@@ -55,20 +56,52 @@ type TxnRecord struct {
 	Resp Response
 }
 
-func (r *TxnRecord) String() string {
+func (r *TxnRecord) String() string { return string(r.appendText(nil)) }
+
+// appendText appends what String says, as fmt's %#x and %v would write
+// it: an ensemble's trace says it for every member's every application,
+// and fmt.Sprintf was a tenth of an exploration's time on 3 servers.
+func (r *TxnRecord) appendText(b []byte) []byte {
+	if r.Kind < RecCreateSession || r.Kind > RecSweep {
+		return append(b, '?')
+	}
+	b = appendHex(b, r.Zxid)
 	switch r.Kind {
 	case RecCreateSession:
-		return fmt.Sprintf("%#x createSession %#x", r.Zxid, r.Session)
+		b = append(b, " createSession "...)
+		return appendHex(b, r.Session)
 	case RecCloseSession:
-		return fmt.Sprintf("%#x closeSession %#x", r.Zxid, r.Session)
+		b = append(b, " closeSession "...)
+		return appendHex(b, r.Session)
 	case RecWrite:
-		return fmt.Sprintf("%#x %v %s session %#x err=%v", r.Zxid, r.Req.Op, r.Req.Path, r.Session, r.Resp.Err)
+		b = append(b, ' ')
+		b = append(b, r.Req.Op.String()...)
+		b = append(b, ' ')
+		b = append(b, r.Req.Path...)
+		b = append(b, " session "...)
+		b = appendHex(b, r.Session)
+		b = append(b, " err="...)
+		return append(b, r.Resp.Err.String()...)
 	case RecError:
-		return fmt.Sprintf("%#x error %v session %#x", r.Zxid, r.Req.Op, r.Session)
-	case RecSweep:
-		return fmt.Sprintf("%#x..%#x container sweep", r.Zxid, r.LastZxid)
+		b = append(b, " error "...)
+		b = append(b, r.Req.Op.String()...)
+		b = append(b, " session "...)
+		return appendHex(b, r.Session)
 	}
-	return "?"
+	b = append(b, ".."...)
+	b = appendHex(b, r.LastZxid)
+	return append(b, " container sweep"...) // RecSweep
+}
+
+// appendHex appends v as fmt's %#x writes an int64.
+func appendHex(b []byte, v int64) []byte {
+	u := uint64(v)
+	if v < 0 {
+		b = append(b, '-')
+		u = -u
+	}
+	b = append(b, "0x"...)
+	return strconv.AppendUint(b, u, 16)
 }
 
 // replayConn is the connection a replica's re-executions run as: no

@@ -207,3 +207,40 @@ func TestAReplicaAnswersOnlyTheConnectionsItHolds(t *testing.T) {
 		t.Fatalf("the watcher's member: %+v", out)
 	}
 }
+
+// TestTxnRecordText holds TxnRecord.String, which formats without fmt,
+// to what fmt's %#x and %v write, over every kind, any zxid and session
+// (negative ones too) and any op, path and error code.
+func TestTxnRecordText(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := &TxnRecord{
+			Kind:     TxnKind(rapid.IntRange(0, 7).Draw(t, "kind")),
+			Zxid:     rapid.Int64().Draw(t, "zxid"),
+			LastZxid: rapid.Int64().Draw(t, "last"),
+			Session:  rapid.Int64().Draw(t, "session"),
+			Req:      Request{Op: OpCode(rapid.IntRange(-20, 120).Draw(t, "op")), Path: rapid.String().Draw(t, "path")},
+			Resp:     Response{Err: Code(rapid.IntRange(-130, 5).Draw(t, "err"))},
+		}
+		var want string
+		switch r.Kind {
+		case RecCreateSession:
+			want = fmt.Sprintf("%#x createSession %#x", r.Zxid, r.Session)
+		case RecCloseSession:
+			want = fmt.Sprintf("%#x closeSession %#x", r.Zxid, r.Session)
+		case RecWrite:
+			want = fmt.Sprintf("%#x %v %s session %#x err=%v", r.Zxid, r.Req.Op, r.Req.Path, r.Session, r.Resp.Err)
+		case RecError:
+			want = fmt.Sprintf("%#x error %v session %#x", r.Zxid, r.Req.Op, r.Session)
+		case RecSweep:
+			want = fmt.Sprintf("%#x..%#x container sweep", r.Zxid, r.LastZxid)
+		default:
+			want = "?"
+		}
+		if got := r.String(); got != want {
+			t.Fatalf("got %q, fmt writes %q", got, want)
+		}
+		if got := string(r.appendText([]byte("s2 applied "))); got != "s2 applied "+want {
+			t.Fatalf("appended %q, want %q", got, "s2 applied "+want)
+		}
+	})
+}
