@@ -153,8 +153,9 @@ type Server struct {
 	records       [8]changeRecord // the overlay's records, reused by every write
 	recordsUsed   int
 	acls          *aclTable
-	expiringNodes int  // containers and TTL nodes, which the ContainerManager sweeps
-	checkEvery    bool // check the whole tree after every transaction, not only what it touched
+	expiringNodes int    // containers and TTL nodes, which the ContainerManager sweeps
+	checkEvery    bool   // check the whole tree after every transaction, not only what it touched
+	treeChanges   uint64 // nodes created and deleted since the server was made or restored (TreeChanges)
 
 	// auth holds each live connection's identities (ServerCnxn.authInfo);
 	// caller is the connection whose request is being handled.
@@ -207,6 +208,13 @@ func (s *Server) Config() ServerConfig { return s.cfg }
 
 // LastZxid is the zxid of the last transaction applied.
 func (s *Server) LastZxid() int64 { return s.lastZxid }
+
+// TreeChanges counts the nodes this server has created and deleted since
+// it was made or restored (a snapshot does not keep the count): while
+// it stays the same, every path names the node it named (the same czxid,
+// owner and place among its siblings). A checker that follows the tree
+// through the inspection calls skips looking again when it has not moved.
+func (s *Server) TreeChanges() uint64 { return s.treeChanges }
 
 // NodeCount is the number of znodes, the root and /zookeeper included.
 func (s *Server) NodeCount() int { return len(s.nodes) }
@@ -1015,6 +1023,7 @@ func (s *Server) createNode(nowMs int64, sess *serverSession, req *Request, w wr
 		ctime: wall, mtime: wall, ephemeralOwner: w.owner, acl: w.acl,
 	}
 	s.nodes[w.path] = n
+	s.treeChanges++
 	if parent.children == nil {
 		parent.children = newJavaSet(8)
 	}
@@ -1074,6 +1083,7 @@ func (s *Server) deleteNode(t *txn, path string) {
 	parentPath, name := parentOf(path)
 	parent := s.nodes[parentPath]
 	delete(s.nodes, path)
+	s.treeChanges++
 	parent.children.remove(name)
 	// DataTree.deleteNode only raises pzxid: a create applied with a
 	// higher zxid may already have set it.
