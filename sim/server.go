@@ -161,6 +161,10 @@ type Server struct {
 	// caller is the connection whose request is being handled.
 	auth   map[ConnID]*connAuth
 	caller ConnID
+	// replayAuth is the identities of the one connection a PrepRequest or
+	// an ApplyRecord binds for the call, reused rather than allocated for
+	// every transaction of an ensemble.
+	replayAuth connAuth
 }
 
 // NewServer returns a server with ZooKeeper's initial tree: "/", and

@@ -157,7 +157,8 @@ func (s *Server) PrepRequest(nowMs int64, conn ConnID, session int64, auth []aut
 	if s.auth == nil {
 		s.auth = make(map[ConnID]*connAuth)
 	}
-	s.auth[conn] = &connAuth{ids: auth}
+	s.replayAuth = connAuth{ids: auth} // dropped with the connection below
+	s.auth[conn] = &s.replayAuth
 	if sess := s.sessions[session]; sess != nil {
 		sess.conn = conn
 	}
@@ -173,6 +174,7 @@ func (s *Server) PrepRequest(nowMs int64, conn ConnID, session int64, auth []aut
 	if s.HasConn(conn) {
 		s.dropConn(conn)
 	}
+	s.replayAuth = connAuth{}
 	if !replied {
 		panic(fmt.Sprintf("sim: the leader did not answer a forwarded %v", req.Op))
 	}
@@ -286,7 +288,8 @@ func (s *Server) ApplyRecord(r *TxnRecord) {
 		if s.auth == nil {
 			s.auth = make(map[ConnID]*connAuth)
 		}
-		s.auth[replayConn] = &connAuth{ids: r.Auth}
+		s.replayAuth = connAuth{ids: r.Auth}
+		s.auth[replayConn] = &s.replayAuth
 		s.caller = replayConn
 		t := s.begin()
 		var resp Response
@@ -297,6 +300,7 @@ func (s *Server) ApplyRecord(r *TxnRecord) {
 		}
 		s.commit(t)
 		delete(s.auth, replayConn)
+		s.replayAuth = connAuth{}
 		s.caller = 0
 		resp.Xid, resp.Zxid = r.Req.Xid, t.zxid
 		if !sameWriteResponse(resp, r.Resp) {
