@@ -571,7 +571,7 @@ func (s *Server) Receive(nowMs int64, conn ConnID, req Request) {
 		s.whoAmI(conn, req)
 	case OpCreate, OpCreate2, OpCreateCont, OpCreateTTL, OpDelete, OpSetData, OpCheck, OpSetACL:
 		t := s.begin()
-		resp := s.writeOne(nowMs, sess, req, t)
+		resp, _ := s.writeOne(nowMs, sess, req, t)
 		s.commit(t)
 		resp.Xid, resp.Zxid = req.Xid, t.zxid
 		s.reply(conn, resp)
@@ -959,18 +959,19 @@ func (s *Server) apply(nowMs int64, sess *serverSession, req *Request, w write, 
 	panic(fmt.Sprintf("sim: %v is not a write", req.Op))
 }
 
-// writeOne validates and applies a single write. A failed write is still
-// a transaction: PrepRequestProcessor turns it into an error txn with a
-// zxid of its own.
-func (s *Server) writeOne(nowMs int64, sess *serverSession, req Request, t *txn) Response {
+// writeOne validates and applies a single write, and returns the write
+// it applied (its zero value for a failed one). A failed write is still a
+// transaction: PrepRequestProcessor turns it into an error txn with a zxid
+// of its own.
+func (s *Server) writeOne(nowMs int64, sess *serverSession, req Request, t *txn) (Response, write) {
 	o := s.overlay[:0]
 	s.recordsUsed = 0
 	defer func() { s.overlay = o[:0] }()
 	w, code := s.validate(sess, &req, &o)
 	if code != CodeOK {
-		return Response{Err: code}
+		return Response{Err: code}, write{}
 	}
-	return s.apply(nowMs, sess, &req, w, t)
+	return s.apply(nowMs, sess, &req, w, t), w
 }
 
 // multi applies the ops of a multi atomically in one transaction: either

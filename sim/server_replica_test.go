@@ -101,7 +101,9 @@ func (r *replicationRun) drawWrite(t *rapid.T) Request {
 // expired, ephemerals, sequential nodes, containers and their sweeps,
 // multis, ACL-denied writes) to two replicas, one as they come and one all
 // at the end: both hold exactly what the leader holds, and every answer a
-// replica makes is the leader's (ApplyRecord asserts it).
+// replica makes is the leader's (ApplyRecord asserts it). The first
+// re-executes every write; the late one applies the writes the first
+// validated (TxnRecord.checked), but for multis.
 func TestReplicasReExecutingTheLeadersRecordsEndIdentical(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		r := &replicationRun{leader: NewServer(ServerConfig{}), sessions: make([]int64, 3), auth: make([][]authID, 3)}
