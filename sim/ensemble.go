@@ -109,7 +109,7 @@ type member struct {
 // waiting for the member to catch up.
 type memberConn struct {
 	outstanding bool // a forwarded request awaits its transaction or answer
-	queue       []Request
+	queue       fifo[Request]
 	waitZxid    int64 // a sync or a revalidated connect is answered at this applied zxid
 	sync        *Request
 	connect     *ConnectRequest
@@ -336,11 +336,11 @@ func (e *Ensemble) Receive(nowMs int64, conn ConnID, req Request) {
 		// touches the leader's tracker at once.
 		e.prep.TouchSession(nowMs, id)
 	}
-	if mc == nil || (!mc.outstanding && len(mc.queue) == 0 && !e.forwards(req)) {
+	if mc == nil || (!mc.outstanding && mc.queue.len() == 0 && !e.forwards(req)) {
 		m.srv.Receive(nowMs, conn, req)
 		return
 	}
-	mc.queue = append(mc.queue, req)
+	mc.queue.push(req)
 	e.drain(nowMs, m, conn)
 }
 
@@ -356,11 +356,10 @@ func (e *Ensemble) forwards(req Request) bool {
 func (e *Ensemble) drain(nowMs int64, m *member, conn ConnID) {
 	for {
 		mc := m.conns[conn]
-		if mc == nil || !m.srv.HasConn(conn) || mc.outstanding || len(mc.queue) == 0 {
+		if mc == nil || !m.srv.HasConn(conn) || mc.outstanding || mc.queue.len() == 0 {
 			return
 		}
-		req := mc.queue[0]
-		mc.queue = mc.queue[1:]
+		req := mc.queue.pop()
 		if !e.forwards(req) {
 			m.srv.Receive(nowMs, conn, req)
 			continue

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -110,6 +111,18 @@ func (w *World) dialMember(c *Client) (*netConn, bool) {
 	return conn, false
 }
 
+// memberNames are the names of the members a trace gives: s1 for member 1.
+var memberNames = [...]string{"s0", "s1", "s2", "s3", "s4", "s5"}
+
+// memberName is fmt.Sprintf("s%d", i) without the allocation for the
+// members an ensemble has.
+func memberName(i int) string {
+	if i >= 0 && i < len(memberNames) {
+		return memberNames[i]
+	}
+	return "s" + strconv.Itoa(i)
+}
+
 func (w *World) ensembleSteps(e []Step) []Step {
 	w.ensBuf = w.ens.Steps(w.ensBuf[:0])
 	for _, st := range w.ensBuf {
@@ -123,7 +136,13 @@ func (w *World) takeEnsembleStep(st Step) {
 	if rec != nil && w.trace.on() {
 		switch st.Kind {
 		case StepApply:
-			w.emit(Event{Kind: "server", Session: rec.Session, Zxid: rec.Zxid, Detail: fmt.Sprintf("s%d applied %v", st.Server, rec)})
+			// "s%d applied %v", without fmt: this is said three times
+			// for every transaction on three servers.
+			b := append(w.textBuf[:0], memberName(st.Server)...)
+			b = append(b, " applied "...)
+			b = rec.appendText(b)
+			w.textBuf = b
+			w.emit(Event{Kind: "server", Session: rec.Session, Zxid: rec.Zxid, Detail: string(b)})
 		case StepServerInternal:
 			w.emit(Event{Kind: "server", Session: rec.Session, Zxid: rec.Zxid, Detail: fmt.Sprintf("s%d proposes closeSession: session expired", st.Server)})
 		}

@@ -248,7 +248,7 @@ func (w *World) deliverToServer(conn *netConn) {
 		if w.trace.on() {
 			e := Event{Kind: "apply", Client: c.number(), Session: c.sessionID, Op: m.req.Op.String(), Xid: m.req.Xid, Path: m.req.Path}
 			if w.ens != nil {
-				e.Detail = fmt.Sprintf("s%d", w.ens.ServerOf(conn.id))
+				e.Detail = memberName(w.ens.ServerOf(conn.id))
 			}
 			w.emit(e)
 		}

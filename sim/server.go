@@ -153,13 +153,18 @@ type Server struct {
 	records       [8]changeRecord // the overlay's records, reused by every write
 	recordsUsed   int
 	acls          *aclTable
-	expiringNodes int  // containers and TTL nodes, which the ContainerManager sweeps
-	checkEvery    bool // check the whole tree after every transaction, not only what it touched
+	expiringNodes int    // containers and TTL nodes, which the ContainerManager sweeps
+	checkEvery    bool   // check the whole tree after every transaction, not only what it touched
+	treeChanges   uint64 // nodes created and deleted since the server was made or restored (TreeChanges)
 
 	// auth holds each live connection's identities (ServerCnxn.authInfo);
 	// caller is the connection whose request is being handled.
 	auth   map[ConnID]*connAuth
 	caller ConnID
+	// replayAuth is the identities of the one connection a PrepRequest or
+	// an ApplyRecord binds for the call, reused rather than allocated for
+	// every transaction of an ensemble.
+	replayAuth connAuth
 }
 
 // NewServer returns a server with ZooKeeper's initial tree: "/", and
@@ -207,6 +212,13 @@ func (s *Server) Config() ServerConfig { return s.cfg }
 
 // LastZxid is the zxid of the last transaction applied.
 func (s *Server) LastZxid() int64 { return s.lastZxid }
+
+// TreeChanges counts the nodes this server has created and deleted since
+// it was made or restored (a snapshot does not keep the count): while
+// it stays the same, every path names the node it named (the same czxid,
+// owner and place among its siblings). A checker that follows the tree
+// through the inspection calls skips looking again when it has not moved.
+func (s *Server) TreeChanges() uint64 { return s.treeChanges }
 
 // NodeCount is the number of znodes, the root and /zookeeper included.
 func (s *Server) NodeCount() int { return len(s.nodes) }
@@ -1002,27 +1014,29 @@ func (s *Server) applyInto(nowMs int64, sess *serverSession, req *Request, w wri
 	panic(fmt.Sprintf("sim: %v is not a write", req.Op))
 }
 
-// writeOne validates and applies a single write. A failed write is still
-// a transaction: PrepRequestProcessor turns it into an error txn with a
-// zxid of its own.
-func (s *Server) writeOne(nowMs int64, sess *serverSession, req Request, t *txn) Response {
+// writeOne validates and applies a single write, and returns the write
+// it applied (its zero value for a failed one). A failed write is still a
+// transaction: PrepRequestProcessor turns it into an error txn with a zxid
+// of its own.
+func (s *Server) writeOne(nowMs int64, sess *serverSession, req Request, t *txn) (Response, write) {
 	var resp Response
-	s.writeInto(nowMs, sess, &req, t, &resp)
-	return resp
+	w := s.writeInto(nowMs, sess, &req, t, &resp)
+	return resp, w
 }
 
 // writeInto is writeOne with the request by pointer, writing its reply
 // into out, which is zero; it keeps no pointer to either.
-func (s *Server) writeInto(nowMs int64, sess *serverSession, req *Request, t *txn, out *Response) {
+func (s *Server) writeInto(nowMs int64, sess *serverSession, req *Request, t *txn, out *Response) write {
 	o := s.overlay[:0]
 	s.recordsUsed = 0
 	defer func() { s.overlay = o[:0] }()
 	w, code := s.validate(sess, req, &o)
 	if code != CodeOK {
 		out.Err = code
-		return
+		return write{}
 	}
 	s.applyInto(nowMs, sess, req, w, t, out)
+	return w
 }
 
 // multi applies the ops of a multi atomically in one transaction: either
@@ -1085,6 +1099,7 @@ func (s *Server) createNode(nowMs int64, sess *serverSession, req *Request, w wr
 		ctime: wall, mtime: wall, ephemeralOwner: w.owner, acl: w.acl,
 	}
 	s.nodes[w.path] = n
+	s.treeChanges++
 	if parent.children == nil {
 		parent.children = newJavaSet(8)
 	}
@@ -1149,6 +1164,7 @@ func (s *Server) deleteNode(t *txn, path string) {
 func (s *Server) deleteKnownNode(t *txn, path string, n *znode, parentPath string, parent *znode) {
 	_, name := parentOf(path)
 	delete(s.nodes, path)
+	s.treeChanges++
 	parent.children.remove(name)
 	// DataTree.deleteNode only raises pzxid: a create applied with a
 	// higher zxid may already have set it.

@@ -101,7 +101,9 @@ func (r *replicationRun) drawWrite(t *rapid.T) Request {
 // expired, ephemerals, sequential nodes, containers and their sweeps,
 // multis, ACL-denied writes) to two replicas, one as they come and one all
 // at the end: both hold exactly what the leader holds, and every answer a
-// replica makes is the leader's (ApplyRecord asserts it).
+// replica makes is the leader's (ApplyRecord asserts it). The first
+// re-executes every write; the late one applies the writes the first
+// validated (TxnRecord.checked), but for multis.
 func TestReplicasReExecutingTheLeadersRecordsEndIdentical(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		r := &replicationRun{leader: NewServer(ServerConfig{}), sessions: make([]int64, 3), auth: make([][]authID, 3)}
@@ -206,4 +208,41 @@ func TestAReplicaAnswersOnlyTheConnectionsItHolds(t *testing.T) {
 	if out := other.Outputs(); len(out) != 1 || out[0].Kind != OutEvent || out[0].Event.Type != zk.EventNodeCreated {
 		t.Fatalf("the watcher's member: %+v", out)
 	}
+}
+
+// TestTxnRecordText holds TxnRecord.String, which formats without fmt,
+// to what fmt's %#x and %v write, over every kind, any zxid and session
+// (negative ones too) and any op, path and error code.
+func TestTxnRecordText(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := &TxnRecord{
+			Kind:     TxnKind(rapid.IntRange(0, 7).Draw(t, "kind")),
+			Zxid:     rapid.Int64().Draw(t, "zxid"),
+			LastZxid: rapid.Int64().Draw(t, "last"),
+			Session:  rapid.Int64().Draw(t, "session"),
+			Req:      Request{Op: OpCode(rapid.IntRange(-20, 120).Draw(t, "op")), Path: rapid.String().Draw(t, "path")},
+			Resp:     Response{Err: Code(rapid.IntRange(-130, 5).Draw(t, "err"))},
+		}
+		var want string
+		switch r.Kind {
+		case RecCreateSession:
+			want = fmt.Sprintf("%#x createSession %#x", r.Zxid, r.Session)
+		case RecCloseSession:
+			want = fmt.Sprintf("%#x closeSession %#x", r.Zxid, r.Session)
+		case RecWrite:
+			want = fmt.Sprintf("%#x %v %s session %#x err=%v", r.Zxid, r.Req.Op, r.Req.Path, r.Session, r.Resp.Err)
+		case RecError:
+			want = fmt.Sprintf("%#x error %v session %#x", r.Zxid, r.Req.Op, r.Session)
+		case RecSweep:
+			want = fmt.Sprintf("%#x..%#x container sweep", r.Zxid, r.LastZxid)
+		default:
+			want = "?"
+		}
+		if got := r.String(); got != want {
+			t.Fatalf("got %q, fmt writes %q", got, want)
+		}
+		if got := string(r.appendText([]byte("s2 applied "))); got != "s2 applied "+want {
+			t.Fatalf("appended %q, want %q", got, "s2 applied "+want)
+		}
+	})
 }

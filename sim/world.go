@@ -65,6 +65,7 @@ type World struct {
 	server    *Server
 	ens       *Ensemble // nil for the standalone server
 	ensBuf    []EnsembleStep
+	textBuf   []byte // scratch for the ensemble's trace details
 	ensFaults *ensembleFaults
 
 	nowNs     int64
