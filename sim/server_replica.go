@@ -330,6 +330,9 @@ func (s *Server) ApplyRecord(r *TxnRecord) {
 			// validation and all, as the leader did.
 			var w write
 			resp, w = s.writeOne(r.TimeMs, sess, r.Req, t)
+			// w's node and parent point into this member's tree; the
+			// members that follow look them up in their own.
+			w.node, w.parent = nil, nil
 			checked = &checkedWrite{ok: resp.Err == CodeOK, w: w}
 			if checked.ok && isACLWrite(r.Req.Op) {
 				checked.acl = s.acls.lists[w.acl]
