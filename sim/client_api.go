@@ -443,6 +443,10 @@ func (c *Client) State() zk.State { return c.state }
 // SessionID is zk.Conn.SessionID.
 func (c *Client) SessionID() int64 { return c.sessionID }
 
+// LastZxid is the last zxid the client has seen in a reply header, which
+// it sends as lastZxidSeen when it connects (go-zookeeper's lastZxid).
+func (c *Client) LastZxid() int64 { return c.lastZxid }
+
 // WaitSession blocks until the session differs from seen.
 func (c *Client) WaitSession(ctx context.Context, seen recipes.Session) (recipes.Session, error) {
 	if err := c.waitable(ctx); err != nil {

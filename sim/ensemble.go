@@ -333,7 +333,7 @@ func (e *Ensemble) Receive(nowMs int64, conn ConnID, req Request) {
 		e.prep.TouchSession(nowMs, id)
 	}
 	if mc == nil || (!mc.outstanding && len(mc.queue) == 0 && !e.forwards(req)) {
-		m.srv.Receive(nowMs, conn, req)
+		e.answer(nowMs, m, conn, req)
 		return
 	}
 	mc.queue = append(mc.queue, req)
@@ -347,6 +347,27 @@ func (e *Ensemble) forwards(req Request) bool {
 	return forwardedToLeader(req) && packetLen(&req) <= e.cfg.MaxPacketBytes && !crashesServer(&req) && req.Op != OpAuth && req.Op != OpSASL
 }
 
+// answer has the member answer a request itself, from what it has
+// applied. On the leader every request goes through
+// PrepRequestProcessor, which checks the session's owner for reads and
+// pings too (SessionTrackerImpl.checkSession, setting it if there is
+// none): a session that moved to a follower gets SessionMovedException,
+// on which FinalRequestProcessor closes the connection unanswered.
+// A follower answers reads without asking the leader, whoever owns the
+// session (measured: sim/difftest's SessionMovedThenReadOnTheOldFollower).
+// Auth packets are handled before a request is made (processPacket).
+func (e *Ensemble) answer(nowMs int64, m *member, conn ConnID, req Request) {
+	if id := m.srv.conns[conn]; id != 0 && m.id == e.leader && req.Op != OpAuth && req.Op != OpSASL {
+		if o, ok := e.owner[id]; ok && o != m.id {
+			e.note("s%d closes conn%d: its session moved to another server", m.id, conn)
+			e.closeConn(m, conn)
+			return
+		}
+		e.owner[id] = m.id
+	}
+	m.srv.Receive(nowMs, conn, req)
+}
+
 // drain answers a connection's queued requests until one must wait for the
 // leader.
 func (e *Ensemble) drain(nowMs int64, m *member, conn ConnID) {
@@ -358,7 +379,10 @@ func (e *Ensemble) drain(nowMs int64, m *member, conn ConnID) {
 		req := mc.queue[0]
 		mc.queue = mc.queue[1:]
 		if !e.forwards(req) {
-			m.srv.Receive(nowMs, conn, req)
+			e.answer(nowMs, m, conn, req)
+			if m.conns[conn] == nil {
+				return // closed: its session moved
+			}
 			continue
 		}
 		mc.outstanding = true
@@ -404,12 +428,21 @@ func (e *Ensemble) atLeader(nowMs int64, from *member, msg peerMsg) {
 		}
 		e.send(nowMs, from, peerMsg{kind: msgRevalidated, conn: msg.conn, ok: ok, zxid: e.lastCommitted()})
 	case msgForward:
-		if o, ok := e.owner[msg.session]; ok && o != from.id {
-			e.send(nowMs, from, peerMsg{kind: msgMoved, conn: msg.conn})
-			return
+		o, owned := e.owner[msg.session]
+		if !owned {
+			e.owner[msg.session] = from.id
 		}
-		e.owner[msg.session] = from.id
 		if msg.req.Op == OpSync {
+			// Not checked for its session's owner: a sync from a follower
+			// (LearnerSyncRequest) goes to Leader.processSync whatever
+			// PrepRequestProcessor found, and the follower answers it
+			// (measured: sim/difftest's SessionMovedThenSyncOnTheOldFollower).
+			// A sync on the leader's own connection goes through
+			// FinalRequestProcessor, which closes it for a moved session.
+			if from.id == e.leader && owned && o != from.id {
+				e.send(nowMs, from, peerMsg{kind: msgMoved, conn: msg.conn})
+				return
+			}
 			// Leader.processSync: the follower answers once it has
 			// committed what the leader last proposed, a zxid in its log.
 			// Not prep.lastZxid: a new leader's is epoch<<32 until it
@@ -417,6 +450,10 @@ func (e *Ensemble) atLeader(nowMs int64, from *member, msg peerMsg) {
 			// follower right after a failover waited forever: seed 1 of
 			// difftest's AnyServerLeaderKilled).
 			e.send(nowMs, from, peerMsg{kind: msgSynced, conn: msg.conn, req: msg.req, zxid: lastLogged(e.members[e.leader-1])})
+			return
+		}
+		if owned && o != from.id {
+			e.send(nowMs, from, peerMsg{kind: msgMoved, conn: msg.conn})
 			return
 		}
 		rec, resp := e.prep.PrepRequest(nowMs, msg.conn, msg.session, msg.auth, msg.req)
