@@ -216,6 +216,20 @@ func (t *serverTree) ensembleEvent(e sim.Event) {
 	}
 }
 
+// followEnsemble makes the observer's tree follow the committed view of
+// the ensemble of w, naming each node's creator from the session of the
+// transaction that made it.
+func (o *observer) followEnsemble(w *sim.World) {
+	o.tree.view = committedView(w)
+	o.tree.creatorOf = func(czxid int64) int {
+		s, ok := w.TxnSession(czxid)
+		if !ok || s == 0 {
+			return 0
+		}
+		return o.sessionClient[s]
+	}
+}
+
 // committedView is the ensemble's committed view as the checks see it:
 // the member that has applied the most. Every member applies a prefix of
 // the committed log (sim asserts it), so the longest prefix is the

@@ -195,6 +195,25 @@ func (e *Ensemble) View() *Server {
 	return best.srv
 }
 
+// TxnSession is the session of the committed transaction that took zxid
+// (for a client's write, the session whose request it was; 0 for a
+// container sweep), and whether a transaction committed with it.
+func (e *Ensemble) TxnSession(zxid int64) (int64, bool) {
+	i, ok := slices.BinarySearchFunc(e.committed, zxid, func(r *TxnRecord, z int64) int {
+		switch {
+		case r.LastZxid < z:
+			return -1
+		case r.Zxid > z:
+			return 1
+		}
+		return 0
+	})
+	if !ok {
+		return 0, false
+	}
+	return e.committed[i].Session, true
+}
+
 func (e *Ensemble) quorum() int { return len(e.members)/2 + 1 }
 
 // Outputs returns what the members sent their clients since the last call,
