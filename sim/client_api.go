@@ -81,6 +81,9 @@ func (c *Client) doWatch(ctx context.Context, req Request, onReply func(error), 
 	if err != nil {
 		return Response{}, nil, err
 	}
+	if t := c.w.current; t != nil {
+		t.replyZxid = resp.Zxid
+	}
 	return resp, ech, resp.Err.Error()
 }
 
@@ -90,6 +93,9 @@ func (c *Client) begin(op, path string) *Operation {
 	w := c.w
 	if !w.cfg.KeepHistory && !w.trace.on() {
 		return &c.scratch // end ignores it
+	}
+	if t := w.current; t != nil {
+		t.replyZxid = 0
 	}
 	rec := Operation{Client: c.id, Session: c.sessionID, Op: op, Path: path, CallStep: w.step, CallTime: time.Duration(w.nowNs)}
 	w.emit(Event{Kind: "call", Client: c.id, Session: c.sessionID, Op: op, Path: path})
@@ -110,6 +116,9 @@ func (c *Client) end(o *Operation, err error, fill func(o *Operation)) {
 	}
 	o.Err = err
 	o.Returned = true
+	if t := w.current; t != nil {
+		o.Zxid = t.replyZxid
+	}
 	o.ReturnStep = w.step
 	o.ReturnTime = time.Duration(w.nowNs)
 	if fill != nil {
