@@ -35,9 +35,12 @@ import (
 //   - a member behind the client's last seen zxid refuses it (Server.Connect);
 //     a session reattached on another member is revalidated by the leader
 //     (Learner.validateSession), which records the new owner: a write on
-//     the old connection gets no answer and the connection is closed
-//     (SessionTrackerImpl.checkSession's SessionMovedException,
-//     measured in recipes/zkconn/zktest/ensemble_facts_test.go);
+//     the old connection, or any request if it is on the leader, gets no
+//     answer and the connection is closed, while an old follower still
+//     answers reads and syncs (SessionTrackerImpl.checkSession's
+//     SessionMovedException, measured in
+//     recipes/zkconn/zktest/ensemble_facts_test.go and sim/difftest's
+//     SessionMoved cases);
 //   - on leader failover the member with the highest logged zxid among a
 //     quorum leads a new epoch, commits every proposal it has, and the
 //     others discard the proposals it lacks; every session is re-tracked
@@ -377,12 +380,15 @@ func (e *Ensemble) forwards(req Request) bool {
 // Auth packets are handled before a request is made (processPacket).
 func (e *Ensemble) answer(nowMs int64, m *member, conn ConnID, req Request) {
 	if id := m.srv.conns[conn]; id != 0 && m.id == e.leader && req.Op != OpAuth && req.Op != OpSASL {
-		if o, ok := e.owner[id]; ok && o != m.id {
+		o, ok := e.owner[id]
+		if ok && o != m.id {
 			e.note("s%d closes conn%d: its session moved to another server", m.id, conn)
 			e.closeConn(m, conn)
 			return
 		}
-		e.owner[id] = m.id
+		if !ok {
+			e.owner[id] = m.id
+		}
 	}
 	m.srv.Receive(nowMs, conn, req)
 }
