@@ -156,9 +156,9 @@ func (a *Attachment) closed(why string) {
 		a.state, a.why = attachRefused, why
 	case attachAttached:
 		a.state, a.why = attachClosed, why
-	default:
-		return
 	}
-	a.w.emit(Event{Kind: "session", Client: a.conn.client.id, Session: a.session, Detail: fmt.Sprintf("attach: conn%d %s", a.conn.id, why)})
-	a.w.closeClientEnd(a.conn)
+	if !a.conn.clientClosed {
+		a.w.emit(Event{Kind: "session", Client: a.conn.client.id, Session: a.session, Detail: fmt.Sprintf("attach: conn%d %s", a.conn.id, why)})
+		a.w.closeClientEnd(a.conn)
+	}
 }

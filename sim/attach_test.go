@@ -104,7 +104,8 @@ func TestAttachSessionMovesTheSessionAndIsRefusedBehindTheClient(t *testing.T) {
 
 // On one server an attach takes the session's connection away at once
 // (ServerCnxnFactory.closeSession); the client comes back with its
-// session, which closes the attachment's connection in turn.
+// session, which closes the attachment's connection in turn. An expired
+// session is refused with session 0.
 func TestAttachSessionOnOneServerClosesTheClientsConnection(t *testing.T) {
 	w := New(Config{Seed: 1, KeepTrace: true, CheckEveryStep: true})
 	defer w.Close()
@@ -145,6 +146,15 @@ func TestAttachSessionOnOneServerClosesTheClientsConnection(t *testing.T) {
 	runTask(t, w, c, func(ctx context.Context) {
 		if _, err := w.AttachSession(ctx, c, 2, 0); err == nil {
 			t.Error("AttachSession on s2 of one server: no error")
+		}
+	})
+	// An expired session cannot be attached: the server answers session 0.
+	runTask(t, w, c, func(ctx context.Context) {
+		if err := w.Inject(Fault{Kind: FaultExpire, Client: c.Number()}); err != nil {
+			t.Fatal(err)
+		}
+		if a, err := w.AttachSession(ctx, c, 1, 0); !errors.Is(err, ErrAttachExpired) {
+			t.Errorf("attach an expired session: %v, %v, want ErrAttachExpired", a, err)
 		}
 	})
 }
