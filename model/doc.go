@@ -6,7 +6,9 @@
 // znode model, partitioned by path, that checks the simulator's own
 // operation histories (znode.go); and, for an ensemble, whose reads may
 // be stale, SessionReads: linearizable writes, and each session's reads
-// moving forward and seeing its own writes (sessionreads.go).
+// moving forward and seeing its own writes (sessionreads.go), with
+// SessionOrder, not a porcupine model, holding each session's replies'
+// zxids to their order across paths (sessionorder.go).
 //
 // Every model has DescribeOperation and DescribeState, so that a failing
 // history can be rendered with porcupine.Visualize. States are comparable

@@ -32,9 +32,9 @@ import (
 //
 // Partitioned by path, it checks each path's order, not the order across
 // paths: a session that reads /a at a new zxid and then /b at an older
-// one is not caught (a necessary condition, checked in linear time per
-// path; the cross-path order would need the reads' zxids, which the
-// history does not keep). As in Znode, an ephemeral or a container may
+// one is not caught here (a necessary condition, checked in linear time
+// per path); SessionOrder checks that order from the replies' zxids. As
+// in Znode, an ephemeral or a container may
 // vanish at any moment, and an ambiguous write may or may not be applied.
 //
 // A new session starts from the oldest version: go-zookeeper forgets the

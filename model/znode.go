@@ -44,6 +44,9 @@ type ZnodeOutput struct {
 	Exists  bool
 	Data    string
 	Version int32
+	// Zxid is the reply header's zxid, 0 if unknown; the models ignore
+	// it, SessionOrder reads it.
+	Zxid int64
 }
 
 // ZnodeState is what one path holds. Known is false for a node whose
@@ -366,7 +369,10 @@ func ZnodeOperations(history []sim.Operation, trace []sim.Event, lastStep uint64
 				}
 			}
 		}
-		out := ZnodeOutput{Exists: o.Exists}
+		out := ZnodeOutput{Exists: o.Exists, Zxid: o.Zxid}
+		if in.Ambiguous {
+			out.Zxid = 0
+		}
 		if o.Err != nil && !in.Ambiguous {
 			out.Err = o.Err.Error()
 		}

@@ -161,8 +161,11 @@ func (r *runner) describeNode(n probeNode, waiters []int) string {
 			}
 		}
 	}
-	if f.life != nil && f.life.created {
+	switch {
+	case f.life != nil && f.life.created && f.life.creator != 0:
 		fmt.Fprintf(&b, ", made by the server at step %d for c%d", f.life.createStep, f.life.creator)
+	case f.life != nil && f.life.created:
+		fmt.Fprintf(&b, ", made by the server at step %d", f.life.createStep)
 	}
 	b.WriteString(": ")
 	b.WriteString(r.cause(f, waiters))

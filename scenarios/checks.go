@@ -679,6 +679,16 @@ func checkZnodes(ops []sim.Operation, obs *observer, lastStep uint64, timeout ti
 // checkZnodeModel checks the simulator's history, turned into Znode
 // operations and kept by keep (all if nil), against m.
 func checkZnodeModel(name string, m porcupine.Model, keep func([]porcupine.Operation) []porcupine.Operation, ops []sim.Operation, obs *observer, lastStep uint64, timeout time.Duration) CheckResult {
+	hist := znodeHistory(ops, obs, lastStep)
+	if keep != nil {
+		hist = keep(hist)
+	}
+	return checkZnodeHistory(name, m, hist, timeout)
+}
+
+// znodeHistory is the run's history of znode operations, as the models
+// take it.
+func znodeHistory(ops []sim.Operation, obs *observer, lastStep uint64) []porcupine.Operation {
 	// The observer keeps no trace events; give the FIN and crash steps
 	// through a synthetic trace.
 	var trace []sim.Event
@@ -690,10 +700,11 @@ func checkZnodeModel(name string, m porcupine.Model, keep func([]porcupine.Opera
 			trace = append(trace, sim.Event{Kind: "fault", Client: client, Step: step, Detail: fmt.Sprintf("%s c%d", sim.FaultCrash, client)})
 		}
 	}
-	hist := model.ZnodeOperations(ops, trace, lastStep)
-	if keep != nil {
-		hist = keep(hist)
-	}
+	return model.ZnodeOperations(ops, trace, lastStep)
+}
+
+// checkZnodeHistory checks a history of znode operations against m.
+func checkZnodeHistory(name string, m porcupine.Model, hist []porcupine.Operation, timeout time.Duration) CheckResult {
 	res := porcupine.CheckOperationsTimeout(m, hist, timeout)
 	out := CheckResult{Name: name, Outcome: porcupineOutcome(res), Detail: Plural(len(hist), "operation")}
 	if res == porcupine.Unknown {

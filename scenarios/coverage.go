@@ -384,7 +384,7 @@ func (r *coverageRecorder) follow(e *sim.Event) {
 	case "session":
 		r.session(e)
 	case "server":
-		if e.Session != 0 && strings.HasPrefix(e.Detail, "closeSession applied: session expired") {
+		if e.Session != 0 && expiryEvent(e.Detail) {
 			i, ok := r.sessions[e.Session]
 			if !ok || r.clients[i].session != e.Session || r.clients[i].crashed {
 				return
@@ -431,6 +431,17 @@ func (r *coverageRecorder) follow(e *sim.Event) {
 	case "fault":
 		r.fault(e)
 	}
+}
+
+// expiryEvent reports whether a server event's detail is a session's
+// expiry: on one server its close applied; on an ensemble the leader's
+// proposal of its close, made once, where only the leader's session
+// tracker expires sessions (the members' applications of the close are
+// three events, and name no cause). A proposal lost with its leader in a
+// failover still counts: the leader had expired the session.
+func expiryEvent(detail string) bool {
+	return strings.HasPrefix(detail, "closeSession applied: session expired") ||
+		strings.HasSuffix(detail, " proposes closeSession: session expired")
 }
 
 func (r *coverageRecorder) session(e *sim.Event) {

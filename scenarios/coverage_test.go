@@ -111,3 +111,34 @@ func TestCoverageOwnPhase(t *testing.T) {
 		}
 	}
 }
+
+// On an ensemble only the leader expires sessions: the expiry is its
+// proposal of the session's close, which the coverage counts in the
+// phase its client was in, and the report lists, as on one server.
+func TestCoverageCountsExpiriesOnAnEnsemble(t *testing.T) {
+	for _, tc := range []struct {
+		file  string
+		event string
+	}{
+		{"testdata/expiry-while-waiting.scenario", EventExpiryWaiting},
+		{"testdata/split-brain-unfenced.scenario", EventExpiryHolding},
+	} {
+		sc, err := ParseFile(tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.Servers = 3
+		sc.Expect = nil
+		r, err := Run(sc, RunOptions{Coverage: true, Report: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Coverage.Events[tc.event]; got != 1 {
+			t.Errorf("%s on 3 servers: %q counted %d times, want once: %v", tc.file, tc.event, got, r.Coverage.Events)
+		}
+		// The report lists the expiry too, with the client it struck.
+		if n := len(r.Report.Expiries); n != 1 || r.Report.Expiries[0].Client == 0 {
+			t.Errorf("%s on 3 servers: the report's expiries %+v, want one of a client", tc.file, r.Report.Expiries)
+		}
+	}
+}

@@ -179,16 +179,23 @@ func drawServerOf(t *rapid.T, sc *Scenario, f *sim.Fault) {
 
 // checkEnsembleZnodes checks an ensemble's own history: the writes
 // linearizable (zk-linearizable, model.Znode on the writes), the reads
-// sequentially consistent per session (zk-sequential,
-// model.SessionReads). Both are skipped unless the run kept its history
-// (RunOptions.Znodes).
+// sequentially consistent per session (zk-sequential: each path's with
+// model.SessionReads, and the session's whole view never going back, by
+// its replies' zxids, with model.SessionOrder). Both are skipped unless
+// the run kept its history (RunOptions.Znodes).
 func (r *runner) checkEnsembleZnodes(ops []sim.Operation, lastStep uint64, timeout time.Duration) []CheckResult {
 	if !r.opts.Znodes {
 		return []CheckResult{{Name: CheckZnodes, Outcome: Skipped}, {Name: CheckSequential, Outcome: Skipped}}
 	}
-	writes := checkZnodeModel(CheckZnodes, model.Znode(), model.WritesOnly, ops, r.obs, lastStep, timeout)
+	hist := znodeHistory(ops, r.obs, lastStep)
+	writes := checkZnodeHistory(CheckZnodes, model.Znode(), model.WritesOnly(hist), timeout)
 	writes.Detail += " (the writes: reads may be stale on an ensemble)"
-	reads := checkZnodeModel(CheckSequential, model.SessionReads(), nil, ops, r.obs, lastStep, timeout)
+	reads := checkZnodeHistory(CheckSequential, model.SessionReads(), hist, timeout)
+	if reads.Outcome != Fail {
+		if err := model.SessionOrder(hist); err != nil {
+			reads.Outcome, reads.Detail = Fail, err.Error()
+		}
+	}
 	return []CheckResult{writes, reads}
 }
 
@@ -226,6 +233,20 @@ func (t *serverTree) ensembleEvent(e sim.Event) {
 	}
 	for _, p := range t.livePaths() {
 		t.recheck(p, e.Step, "commit", 0)
+	}
+}
+
+// followEnsemble makes the observer's tree follow the committed view of
+// the ensemble of w, naming each node's creator from the session of the
+// transaction that made it.
+func (o *observer) followEnsemble(w *sim.World) {
+	o.tree.view = committedView(w)
+	o.tree.creatorOf = func(czxid int64) int {
+		s, ok := w.TxnSession(czxid)
+		if !ok || s == 0 {
+			return 0
+		}
+		return o.sessionClient[s]
 	}
 }
 

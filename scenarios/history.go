@@ -293,7 +293,7 @@ func (o *observer) Event(e sim.Event) {
 			}
 		}
 	case "server":
-		if e.Session != 0 && strings.HasPrefix(e.Detail, "closeSession applied") {
+		if e.Session != 0 && expiryEvent(e.Detail) {
 			if _, ok := o.expiries[e.Session]; !ok {
 				o.expiries[e.Session] = e.Step
 				o.mark(e.Step, o.sessionClient[e.Session], fmt.Sprintf("session %#x expired: the server closed it", e.Session))

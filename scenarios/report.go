@@ -231,7 +231,7 @@ func (r *runner) faultsAndExpiries() ([]FaultSpan, []Expiry) {
 		case "apply":
 			lastHeard[e.Session] = e
 		case "server":
-			if e.Session != 0 && strings.HasPrefix(e.Detail, "closeSession applied") {
+			if e.Session != 0 && expiryEvent(e.Detail) {
 				expiries = append(expiries, Expiry{Client: r.obs.sessionClient[e.Session], Session: e.Session, Step: e.Step, Time: e.Time, LastHeard: lastHeard[e.Session].Time, LastHeardStep: lastHeard[e.Session].Step})
 			}
 		case "fault":

@@ -287,7 +287,7 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string, pr
 	r.obs.hist = &r.hist
 	r.obs.tree.server = r.w.Server()
 	if sc.Servers > 1 {
-		r.obs.tree.view = committedView(r.w)
+		r.obs.followEnsemble(r.w)
 	}
 	if len(o.phaseFaults) > 0 {
 		r.cov.aim(r.w, o.phaseFaults)

@@ -50,9 +50,13 @@ type serverTree struct {
 	// which moves from member to member with the leadership; a write
 	// becomes a transaction there some steps after its "apply" event, so
 	// the tree looks at the view after every event (ensemble.go).
-	view  func() *sim.Server
-	lives []*znodeLife
-	live  map[string]*znodeLife // path -> its current life
+	view func() *sim.Server
+	// creatorOf, on an ensemble, names the client whose request made the
+	// transaction czxid (0 if unknown): a node first seen in the view
+	// comes with no request event of its own.
+	creatorOf func(czxid int64) int
+	lives     []*znodeLife
+	live      map[string]*znodeLife // path -> its current life
 	// liveNames are the names of live, by directory: a scan looks its
 	// children up without building their paths.
 	liveNames map[string]map[string]bool
@@ -173,6 +177,9 @@ func (t *serverTree) scanDir(dir string, w sim.Event, zxidBefore int64) {
 		z := &znodeLife{path: p, czxid: czxid, owner: owner}
 		if czxid > zxidBefore {
 			z.created, z.createStep, z.creator = true, w.Step, w.Client
+			if z.creator == 0 && t.creatorOf != nil {
+				z.creator = t.creatorOf(czxid)
+			}
 		}
 		t.lives = append(t.lives, z)
 		t.live[p] = z

@@ -80,3 +80,51 @@ func TestServerTreeFollowsTheServer(t *testing.T) {
 		t.Errorf("/d/x, ended at its session's expiry: %+v", *z)
 	}
 }
+
+// On an ensemble the tree sees a node first in the committed view, with
+// no request event of its own: the creator is the client whose session's
+// request made the transaction, not c0.
+func TestServerTreeNamesCreatorsOnAnEnsemble(t *testing.T) {
+	obs := newObserver(false, 2)
+	w := sim.New(sim.Config{Seed: 1, Servers: 3, Trace: obs, MaxTime: time.Hour})
+	obs.w, obs.tree.server = w, w.Server()
+	obs.followEnsemble(w)
+	open := zk.WorldACL(zk.PermAll)
+	c1, _ := w.NewClient(sim.ClientConfig{SessionTimeout: 4 * time.Second})
+	c2, _ := w.NewClient(sim.ClientConfig{SessionTimeout: 4 * time.Second})
+	w.Go(c1, "c1", func(ctx context.Context) {
+		if _, err := c1.Create(ctx, "/d", nil, 0, open); err != nil {
+			t.Errorf("c1: %v", err)
+		}
+	})
+	if err := w.Run(); err != nil {
+		t.Fatal(err)
+	}
+	w.Go(c2, "c2", func(ctx context.Context) {
+		for _, p := range []struct {
+			path  string
+			flags int32
+		}{{"/d/e", zk.FlagEphemeral}, {"/d/p", 0}} {
+			if _, err := c2.Create(ctx, p.path, nil, p.flags, open); err != nil {
+				t.Errorf("c2 %s: %v", p.path, err)
+			}
+		}
+	})
+	if err := w.RunFor(5 * time.Second); err != nil && err != sim.ErrDeadlock {
+		t.Fatal(err)
+	}
+	obs.tree.flush()
+	w.Close()
+	want := map[string]int{"/d": 1, "/d/e": 2, "/d/p": 2}
+	for _, z := range obs.tree.lives {
+		if c, ok := want[z.path]; ok {
+			if !z.created || z.creator != c {
+				t.Errorf("%s: created %v by c%d, want by c%d", z.path, z.created, z.creator, c)
+			}
+			delete(want, z.path)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("no lives of %v", want)
+	}
+}

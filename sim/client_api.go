@@ -118,6 +118,9 @@ func (c *Client) call(ctx context.Context, req *Request, onReply func(error), on
 		c.freePending(p)
 		return nil, err
 	}
+	if t := c.w.current; t != nil {
+		t.replyZxid = p.resp.Zxid
+	}
 	return p, p.resp.Err.Error()
 }
 
@@ -127,6 +130,9 @@ func (c *Client) begin(op, path string) *Operation {
 	w := c.w
 	if !w.cfg.KeepHistory && !w.trace.on() {
 		return &c.scratch // end ignores it
+	}
+	if t := w.current; t != nil {
+		t.replyZxid = 0
 	}
 	rec := Operation{Client: c.id, Session: c.sessionID, Op: op, Path: path, CallStep: w.step, CallTime: time.Duration(w.nowNs)}
 	w.emit(Event{Kind: "call", Client: c.id, Session: c.sessionID, Op: op, Path: path})
@@ -147,6 +153,9 @@ func (c *Client) end(o *Operation, err error, fill func(o *Operation)) {
 	}
 	o.Err = err
 	o.Returned = true
+	if t := w.current; t != nil {
+		o.Zxid = t.replyZxid
+	}
 	o.ReturnStep = w.step
 	o.ReturnTime = time.Duration(w.nowNs)
 	if fill != nil {
@@ -496,6 +505,10 @@ func (c *Client) State() zk.State { return c.state }
 
 // SessionID is zk.Conn.SessionID.
 func (c *Client) SessionID() int64 { return c.sessionID }
+
+// LastZxid is the last zxid the client has seen in a reply header, which
+// it sends as lastZxidSeen when it connects (go-zookeeper's lastZxid).
+func (c *Client) LastZxid() int64 { return c.lastZxid }
 
 // WaitSession blocks until the session differs from seen.
 func (c *Client) WaitSession(ctx context.Context, seen recipes.Session) (recipes.Session, error) {

@@ -35,9 +35,12 @@ import (
 //   - a member behind the client's last seen zxid refuses it (Server.Connect);
 //     a session reattached on another member is revalidated by the leader
 //     (Learner.validateSession), which records the new owner: a write on
-//     the old connection gets no answer and the connection is closed
-//     (SessionTrackerImpl.checkSession's SessionMovedException,
-//     measured in recipes/zkconn/zktest/ensemble_facts_test.go);
+//     the old connection, or any request if it is on the leader, gets no
+//     answer and the connection is closed, while an old follower still
+//     answers reads and syncs (SessionTrackerImpl.checkSession's
+//     SessionMovedException, measured in
+//     recipes/zkconn/zktest/ensemble_facts_test.go and sim/difftest's
+//     SessionMoved cases);
 //   - on leader failover the member with the highest logged zxid among a
 //     quorum leads a new epoch, commits every proposal it has, and the
 //     others discard the proposals it lacks; every session is re-tracked
@@ -199,6 +202,25 @@ func (e *Ensemble) View() *Server {
 	return best.srv
 }
 
+// TxnSession is the session of the committed transaction that took zxid
+// (for a client's write, the session whose request it was; 0 for a
+// container sweep), and whether a transaction committed with it.
+func (e *Ensemble) TxnSession(zxid int64) (int64, bool) {
+	i, ok := slices.BinarySearchFunc(e.committed, zxid, func(r *TxnRecord, z int64) int {
+		switch {
+		case r.LastZxid < z:
+			return -1
+		case r.Zxid > z:
+			return 1
+		}
+		return 0
+	})
+	if !ok {
+		return 0, false
+	}
+	return e.committed[i].Session, true
+}
+
 func (e *Ensemble) quorum() int { return len(e.members)/2 + 1 }
 
 // Outputs returns what the members sent their clients since the last call,
@@ -337,7 +359,7 @@ func (e *Ensemble) Receive(nowMs int64, conn ConnID, req Request) {
 		e.prep.TouchSession(nowMs, id)
 	}
 	if mc == nil || (!mc.outstanding && mc.queue.len() == 0 && !e.forwards(req)) {
-		m.srv.Receive(nowMs, conn, req)
+		e.answer(nowMs, m, conn, req)
 		return
 	}
 	mc.queue.push(req)
@@ -351,6 +373,30 @@ func (e *Ensemble) forwards(req Request) bool {
 	return forwardedToLeader(req) && packetLen(&req) <= e.cfg.MaxPacketBytes && !crashesServer(&req) && req.Op != OpAuth && req.Op != OpSASL
 }
 
+// answer has the member answer a request itself, from what it has
+// applied. On the leader every request goes through
+// PrepRequestProcessor, which checks the session's owner for reads and
+// pings too (SessionTrackerImpl.checkSession, setting it if there is
+// none): a session that moved to a follower gets SessionMovedException,
+// on which FinalRequestProcessor closes the connection unanswered.
+// A follower answers reads without asking the leader, whoever owns the
+// session (measured: sim/difftest's SessionMovedThenReadOnTheOldFollower).
+// Auth packets are handled before a request is made (processPacket).
+func (e *Ensemble) answer(nowMs int64, m *member, conn ConnID, req Request) {
+	if id := m.srv.conns[conn]; id != 0 && m.id == e.leader && req.Op != OpAuth && req.Op != OpSASL {
+		o, ok := e.owner[id]
+		if ok && o != m.id {
+			e.note("s%d closes conn%d: its session moved to another server", m.id, conn)
+			e.closeConn(m, conn)
+			return
+		}
+		if !ok {
+			e.owner[id] = m.id
+		}
+	}
+	m.srv.Receive(nowMs, conn, req)
+}
+
 // drain answers a connection's queued requests until one must wait for the
 // leader.
 func (e *Ensemble) drain(nowMs int64, m *member, conn ConnID) {
@@ -361,7 +407,10 @@ func (e *Ensemble) drain(nowMs int64, m *member, conn ConnID) {
 		}
 		req := mc.queue.pop()
 		if !e.forwards(req) {
-			m.srv.Receive(nowMs, conn, req)
+			e.answer(nowMs, m, conn, req)
+			if m.conns[conn] == nil {
+				return // closed: its session moved
+			}
 			continue
 		}
 		mc.outstanding = true
@@ -407,12 +456,21 @@ func (e *Ensemble) atLeader(nowMs int64, from *member, msg peerMsg) {
 		}
 		e.send(nowMs, from, peerMsg{kind: msgRevalidated, conn: msg.conn, ok: ok, zxid: e.lastCommitted()})
 	case msgForward:
-		if o, ok := e.owner[msg.session]; ok && o != from.id {
-			e.send(nowMs, from, peerMsg{kind: msgMoved, conn: msg.conn})
-			return
+		o, owned := e.owner[msg.session]
+		if !owned {
+			e.owner[msg.session] = from.id
 		}
-		e.owner[msg.session] = from.id
 		if msg.req.Op == OpSync {
+			// Not checked for its session's owner: a sync from a follower
+			// (LearnerSyncRequest) goes to Leader.processSync whatever
+			// PrepRequestProcessor found, and the follower answers it
+			// (measured: sim/difftest's SessionMovedThenSyncOnTheOldFollower).
+			// A sync on the leader's own connection goes through
+			// FinalRequestProcessor, which closes it for a moved session.
+			if from.id == e.leader && owned && o != from.id {
+				e.send(nowMs, from, peerMsg{kind: msgMoved, conn: msg.conn})
+				return
+			}
 			// Leader.processSync: the follower answers once it has
 			// committed what the leader last proposed, a zxid in its log.
 			// Not prep.lastZxid: a new leader's is epoch<<32 until it
@@ -420,6 +478,10 @@ func (e *Ensemble) atLeader(nowMs int64, from *member, msg peerMsg) {
 			// follower right after a failover waited forever: seed 1 of
 			// difftest's AnyServerLeaderKilled).
 			e.send(nowMs, from, peerMsg{kind: msgSynced, conn: msg.conn, req: msg.req, zxid: lastLogged(e.members[e.leader-1])})
+			return
+		}
+		if owned && o != from.id {
+			e.send(nowMs, from, peerMsg{kind: msgMoved, conn: msg.conn})
 			return
 		}
 		rec, resp := e.prep.PrepRequest(nowMs, msg.conn, msg.session, msg.auth, msg.req)

@@ -364,3 +364,43 @@ func TestAClientsServersAreChecked(t *testing.T) {
 		t.Fatalf("the single server's client on s%d", c.ServerNumber())
 	}
 }
+
+// The history keeps each reply's zxid: a write's is its transaction's, a
+// read's the last its server had applied, so a session's never go back;
+// a call without a reply has none.
+func TestTheHistoryKeepsTheRepliesZxids(t *testing.T) {
+	w := New(Config{Seed: 2, Servers: 3, KeepHistory: true})
+	defer w.Close()
+	c, err := w.NewClient(ClientConfig{SessionTimeout: 4 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Go(c, "c", func(ctx context.Context) {
+		c.Create(ctx, "/a", nil, 0, acl)
+		c.Get(ctx, "/a")
+		c.Exists(ctx, "/b")
+		c.Create(ctx, "/b", nil, 0, acl)
+		c.Get(ctx, "/a")
+		c.Get(ctx, "bad path")
+	})
+	if err := w.Run(); err != nil {
+		t.Fatal(err)
+	}
+	h := w.History()
+	if len(h) != 6 {
+		t.Fatalf("%d operations", len(h))
+	}
+	last := int64(0)
+	for _, o := range h[:5] {
+		if o.Zxid == 0 || o.Zxid < last {
+			t.Errorf("%s %s: zxid %#x after %#x", o.Op, o.Path, o.Zxid, last)
+		}
+		last = o.Zxid
+	}
+	if h[0].Zxid == h[3].Zxid || h[1].Zxid < h[0].Zxid || h[4].Zxid < h[3].Zxid {
+		t.Errorf("zxids %#x %#x %#x %#x %#x", h[0].Zxid, h[1].Zxid, h[2].Zxid, h[3].Zxid, h[4].Zxid)
+	}
+	if h[5].Zxid != 0 {
+		t.Errorf("a call refused before it was sent has zxid %#x", h[5].Zxid)
+	}
+}

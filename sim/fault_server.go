@@ -92,6 +92,17 @@ func (w *World) Member(i int) *Server {
 	return w.ens.Member(i)
 }
 
+// TxnSession is, on an ensemble, the session of the committed transaction
+// that took zxid (the session whose request made it; 0 for a container
+// sweep) and whether one committed with it: what names a node's creator
+// when a member shows the node first. One server keeps no log: false.
+func (w *World) TxnSession(zxid int64) (int64, bool) {
+	if w.ens == nil {
+		return 0, false
+	}
+	return w.ens.TxnSession(zxid)
+}
+
 // checkServerFault reports what is wrong with a server fault in a world of
 // n servers.
 func checkServerFault(f Fault, n int) error {

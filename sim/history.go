@@ -33,6 +33,11 @@ type Operation struct {
 	Exists   bool
 	Multi    []zk.MultiResponse
 	Err      error
+	// Zxid is the zxid of the reply's header, 0 if no reply came: the
+	// transaction's for a write, for any other the last transaction the
+	// answering server had applied (FinalRequestProcessor). A session's
+	// replies never go back (model.SessionOrder).
+	Zxid int64
 
 	// Returned is set when the call returned; ReturnStep and ReturnTime
 	// mean nothing without it.

@@ -34,6 +34,10 @@ type netConn struct {
 	toServer     fifo[wireMsg]
 	toClient     fifo[Output]
 	clientClosed bool // the client has closed its end and reads nothing more
+	// attach is set on a connection that attached the client's session
+	// elsewhere (World.AttachSession): what comes on it goes there, not
+	// to the client.
+	attach *Attachment
 }
 
 // dial opens a connection for c if the server can be reached: it reports
@@ -101,6 +105,9 @@ func (w *World) reset(conn *netConn, why string) {
 	conn.clientClosed = true
 	w.connsClosed = true
 	w.pruneConns()
+	if conn.attach != nil {
+		conn.attach.closed(why)
+	}
 	if c := conn.client; c.conn == conn {
 		c.connectionLost(why)
 	}
@@ -268,6 +275,14 @@ func (w *World) deliverToServer(conn *netConn) {
 func (w *World) deliverToClient(conn *netConn) {
 	o := conn.toClient.front()
 	c := conn.client
+	if conn.attach != nil {
+		// Dropped first: receiving a close closes the client's end,
+		// which clears the queue.
+		out := *o
+		conn.toClient.drop()
+		conn.attach.receive(&out)
+		return
+	}
 	if o.Kind == OutReply && o.Reply.Xid >= 0 && c.dropReplies > 0 {
 		c.dropReplies--
 		w.emit(Event{Kind: "fault", Client: c.number(), Xid: o.Reply.Xid, Zxid: o.Reply.Zxid, Detail: "reply dropped after the server applied the request; connection broken"})

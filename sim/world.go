@@ -171,6 +171,10 @@ type task struct {
 	// What it waits for in Sleep and Wait, kept to be reused call after call.
 	sleep     sleep
 	watchWait watchWait
+	// replyZxid is the zxid of the reply to the task's call under way, 0
+	// before one came: the history's Operation.Zxid (a task makes one
+	// call at a time).
+	replyZxid int64
 }
 
 // Go starts fn as a task of client c's process (c may be nil for a task

@@ -13,10 +13,10 @@ package difftest
 // Backends: the real ensemble (zktest.StartEnsemble, one for the test
 // binary's run of TestEnsembleDifferential, restored between cases) and
 // the simulated one (sim.Config{Servers: 3}, a fresh world per case).
-// The simulated client has no connect string of its own yet: it walks
-// every server, so the cases that pin clients to servers (by role: the
-// leader, a follower) skip on it, and the AnyServer cases, whose clients
-// all dial every server, run on both.
+// The simulated clients are pinned to servers as the real ones are
+// (sim.ClientConfig.Servers), and a session is attached on another
+// server through a second connection (sim.World.AttachSession), so every
+// case runs on both backends.
 //
 //	go test -count=1 -v -run TestEnsembleDifferential ./sim/difftest/
 
@@ -1082,4 +1082,20 @@ func (b *simEnsemble) Silence(c int) error {
 	return b.w.Inject(sim.Fault{Kind: sim.FaultPartition, Client: b.clients[c-1].Number(), Duration: 24 * time.Hour})
 }
 
-func (b *simEnsemble) Attach(int, int) (func(), error) { return nil, errNotModelled }
+// Attach attaches client c's session on server id through a second
+// connection, with last zxid seen 0 as zktest.AttachSession sends.
+func (b *simEnsemble) Attach(c, id int) (func(), error) {
+	client := b.clients[c-1]
+	var a *sim.Attachment
+	var err error
+	b.w.Go(client, fmt.Sprintf("c%d attach on s%d", c, id), func(ctx context.Context) {
+		a, err = b.w.AttachSession(ctx, client, id, 0)
+	})
+	if rerr := b.w.Run(); rerr != nil {
+		return nil, rerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return a.Close, nil
+}
