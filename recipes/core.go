@@ -294,9 +294,17 @@ func (m *nodeMaker) create(ctx context.Context, kind string) (lockNode, error) {
 				case found:
 					return m.stamp(ctx, node)
 				}
+				// Not created. The lookup waited on the server, and the
+				// session may have changed meanwhile: look at it again,
+				// so that the next create's name carries the session it
+				// runs in (a create named for the expired session but
+				// made in the new one was taken for a node of the old
+				// one, orphaned, and waited behind: found exploring
+				// stale-resume-lock on 3 servers, seed 3).
+				ambiguous = 0
+				continue
 			}
-			// Not created, or created in a session that is gone, and
-			// gone with it.
+			// Created in a session that is gone, and gone with it.
 			ambiguous = 0
 		}
 		name := kind
