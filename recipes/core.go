@@ -294,9 +294,17 @@ func (m *nodeMaker) create(ctx context.Context, kind string) (lockNode, error) {
 				case found:
 					return m.stamp(ctx, node)
 				}
+				// Not created. The lookup waited on the server, and the
+				// session may have changed meanwhile: look at it again,
+				// so that the next create's name carries the session it
+				// runs in (a create named for the expired session but
+				// made in the new one was taken for a node of the old
+				// one, orphaned, and waited behind: found exploring
+				// stale-resume-lock on 3 servers, seed 3).
+				ambiguous = 0
+				continue
 			}
-			// Not created, or created in a session that is gone, and
-			// gone with it.
+			// Created in a session that is gone, and gone with it.
 			ambiguous = 0
 		}
 		name := kind
@@ -353,9 +361,18 @@ func (m *nodeMaker) settleAbandoned(ctx context.Context, guid string, session in
 	}
 }
 
-// find looks for the node of a protected create among the children.
+// find looks for the node of a protected create among the children,
+// after a sync on the directory whatever syncReads says. The create's
+// reply was lost, so the client never saw its zxid, and a server it
+// reconnected to need not have applied it (Programmer's Guide,
+// "Consistency Guarantees": a client sees its own writes only as far as
+// it knows of them; "if it needs to see the latest state, use sync").
+// Without the sync, a follower that lags behind the leader lists the
+// directory without the node, the create is made again, and the client
+// waits behind its own orphan for the session's life (fair-lock on 3
+// servers, scenarios/testdata/lost-reply-lagging-follower.scenario).
 func (m *nodeMaker) find(ctx context.Context, guid string, session int64) (lockNode, bool, error) {
-	if err := m.sync(ctx); err != nil {
+	if err := syncDir(ctx, m.conn, m.dir); err != nil {
 		return lockNode{}, false, err
 	}
 	names, _, err := m.conn.Children(ctx, m.dir)

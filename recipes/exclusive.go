@@ -107,7 +107,7 @@ func (l *ExclusiveLock) try(ctx context.Context) (*Lease, error) {
 		}
 		if ambiguous != 0 && ambiguous == s.ID {
 			// checkNode: is the node there, and ours?
-			node, mine, err := l.check(ctx, id, s.ID)
+			node, mine, err := l.checkAmbiguous(ctx, id, s.ID)
 			switch {
 			case isConnectionLoss(err) || isSessionLoss(err):
 				continue
@@ -165,6 +165,18 @@ func (l *ExclusiveLock) check(ctx context.Context, id string, session int64) (lo
 	return node, string(data) == id && stat.EphemeralOwner == session, nil
 }
 
+// checkAmbiguous is check after a create whose reply was lost, behind a
+// sync: the client never saw the create's zxid, and a follower it
+// reconnected to may not have applied it (nodeMaker.find says why).
+// Without the sync the node reads as missing, the create is made again
+// and fails with NODEEXISTS, and the client waits for its own node.
+func (l *ExclusiveLock) checkAmbiguous(ctx context.Context, id string, session int64) (lockNode, bool, error) {
+	if err := syncDir(ctx, l.conn, l.dir); err != nil {
+		return lockNode{}, false, err
+	}
+	return l.check(ctx, id, session)
+}
+
 // settleAbandoned deletes the node of an ambiguous create given up on, if
 // it is there and ours.
 func (l *ExclusiveLock) settleAbandoned(ctx context.Context, id string, session int64) {
@@ -178,7 +190,7 @@ func (l *ExclusiveLock) settleAbandoned(ctx context.Context, id string, session 
 		if err != nil || s.ID != session {
 			return
 		}
-		node, mine, err := l.check(cctx, id, session)
+		node, mine, err := l.checkAmbiguous(cctx, id, session)
 		switch {
 		case isConnectionLoss(err) || isSessionLoss(err):
 			continue

@@ -37,7 +37,13 @@ func (m *nodeMaker) sync(ctx context.Context) error {
 	if !m.syncReads {
 		return nil
 	}
-	_, err := m.conn.Sync(ctx, m.dir)
+	return syncDir(ctx, m.conn, m.dir)
+}
+
+// syncDir makes the connected server catch up with its leader before a
+// read of dir.
+func syncDir(ctx context.Context, c Conn, dir string) error {
+	_, err := c.Sync(ctx, dir)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil // no directory yet: the listing says so
 	}

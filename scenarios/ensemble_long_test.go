@@ -38,6 +38,12 @@ func TestEnsembleLong(t *testing.T) {
 			t.Errorf("stale-resume-lock seed %d: no violation in %d runs", seed, res.Runs)
 			continue
 		}
+		if v := res.Failure.Verdict.Violations(nil)[0]; v.Name != CheckLock {
+			// Not the flaw (two holders) but something else: a bug of the
+			// core the variant shares with fair-lock.
+			t.Errorf("stale-resume-lock seed %d: %s after %d runs, not its flaw: %s\n%s", seed, v.Name, res.Runs, v.Detail, Format(res.Failure.Scenario))
+			continue
+		}
 		times = append(times, res.ToFailure)
 		sizes = append(sizes, len(res.Failure.Scenario.Faults))
 		t.Logf("stale-resume-lock seed %d: %s after %d runs (%v); shrunk to %d faults, %d scheduling decisions", seed,

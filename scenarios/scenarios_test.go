@@ -141,6 +141,20 @@ func TestExploreDeterministic(t *testing.T) {
 // semaphore-mutex's (testdata/semaphore-mutex-expiry.scenario) is fixed.
 var knownFindings = map[string]string{}
 
+// flawsExplorationMisses are flawed variants whose flaw exploration does
+// not reach within TestExploreEveryRecipe's budget, with the check that
+// shows the flaw and the library scenario that replays it. Their
+// exploration must find nothing else: the rest of such a variant is a
+// correct recipe's. stale-resume-lock's window is a holder paused past
+// its session on a follower that lags from before the expiry until
+// after the resume, with no other node in that follower's view when it
+// releases; until the recipes' lookup of a lost create synced, the 5,000
+// runs here found a liveness failure of the shared core instead (now
+// testdata/lost-reply-lagging-follower.scenario), not the flaw.
+var flawsExplorationMisses = map[string]struct{ check, scenario string }{
+	"stale-resume-lock": {CheckLock, "testdata/stale-resume-ensemble.scenario"},
+}
+
 // exploreRunsPerRecipe bounds make test's exploration of each recipe.
 const exploreRunsPerRecipe = 200
 
@@ -177,6 +191,17 @@ func TestExploreEveryRecipe(t *testing.T) {
 			if finding, ok := knownFindings[r.Name]; ok && res.Failure != nil && !r.Flawed() {
 				t.Logf("open finding (%s): %s", finding, res.Failure.Verdict.Violations(nil)[0].Detail)
 				return
+			}
+			if miss, ok := flawsExplorationMisses[r.Name]; ok {
+				if res.Failure == nil {
+					t.Logf("%s: its flaw (%s fails, %s) not reached in %d runs; nothing else found", r.Name, miss.check, miss.scenario, res.Runs)
+					return
+				}
+				for _, v := range res.Failure.Verdict.Violations(nil) {
+					if v.Name != miss.check {
+						t.Fatalf("%s found after %d runs, not its flaw (%s): %s\n%s", v.Name, res.Runs, miss.check, v.Detail, Format(res.Failure.Scenario))
+					}
+				}
 			}
 			if r.Flawed() != (res.Failure != nil) {
 				msg := "no failure"
