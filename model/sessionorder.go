@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -48,9 +49,9 @@ func SessionOrder(ops []porcupine.Operation) error {
 	slices.Sort(sessions)
 	for _, s := range sessions {
 		byCall := bySession[s]
-		slices.SortStableFunc(byCall, func(a, b answered) int { return cmpInt64(a.call, b.call) })
+		slices.SortStableFunc(byCall, func(a, b answered) int { return cmp.Compare(a.call, b.call) })
 		byRet := slices.Clone(byCall)
-		slices.SortStableFunc(byRet, func(a, b answered) int { return cmpInt64(a.ret, b.ret) })
+		slices.SortStableFunc(byRet, func(a, b answered) int { return cmp.Compare(a.ret, b.ret) })
 		// Sweep the calls in order, taking in every operation that
 		// returned before the call: the newest zxid among them bounds
 		// the call's from below. A return and a call at the same step
@@ -72,16 +73,6 @@ func SessionOrder(ops []porcupine.Operation) error {
 		}
 	}
 	return nil
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func describeZnodeOp(op porcupine.Operation) string {

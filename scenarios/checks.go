@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -567,7 +568,7 @@ func (r *runner) checkOverlap(name string, lastStep uint64) CheckResult {
 		}
 		spans = append(spans, span{rec: l, start: l.acquireReturn, end: end, holder: r.holderOf(l, name == CheckZKHolders)})
 	}
-	slices.SortStableFunc(spans, func(a, b span) int { return cmpUint(a.start, b.start) })
+	slices.SortStableFunc(spans, func(a, b span) int { return cmp.Compare(a.start, b.start) })
 	var active []span
 	for _, s := range spans {
 		active = slices.DeleteFunc(active, func(a span) bool { return a.end <= s.start })
@@ -614,16 +615,6 @@ func (r *runner) releaseWord() string {
 		return "abdication"
 	}
 	return "release"
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // checkLiveness names every client that did not finish its cycles in

@@ -118,9 +118,9 @@ func (s *javaSet) remove(name string) bool {
 // in a bucket by insertion.
 func compareJavaEntries(a, b javaEntry) int {
 	if a.bucket != b.bucket {
-		return cmpUint32(a.bucket, b.bucket)
+		return cmp.Compare(a.bucket, b.bucket)
 	}
-	return cmpUint32(a.seq, b.seq)
+	return cmp.Compare(a.seq, b.seq)
 }
 
 // ordered returns the members in Java's iteration order, in a slice the
@@ -153,16 +153,6 @@ func (s *javaSet) computeOrder() []string {
 	}
 	s.entries = entries
 	return names
-}
-
-func cmpUint32(a, b uint32) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // javaSpreadHash is HashMap.hash(key) for a String key: String.hashCode over
@@ -209,7 +199,7 @@ func (s *javaSet) clonedOrder() []string {
 	for i := range index {
 		index[i] = i
 	}
-	slices.SortStableFunc(index, func(a, b int) int { return cmpUint32(buckets[a], buckets[b]) })
+	slices.SortStableFunc(index, func(a, b int) int { return cmp.Compare(buckets[a], buckets[b]) })
 	out := make([]string, len(names))
 	for i, j := range index {
 		out[i] = names[j]
