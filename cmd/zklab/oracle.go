@@ -166,7 +166,7 @@ func dialOracle(addr, dataDir string) (*crossCheck, error) {
 		return nil, err
 	}
 	if resumed > 0 {
-		if x.lastOracle, err = oracleLastZxid(addr); err != nil {
+		if x.lastOracle, err = zktest.SrvrZxid(addr); err != nil {
 			return nil, fmt.Errorf("--oracle %s: %v", addr, err)
 		}
 	}
@@ -210,25 +210,6 @@ func (x *crossCheck) loadSessions(path string) (int, error) {
 		n++
 	}
 	return n, nil
-}
-
-// oracleLastZxid asks the oracle for the last zxid it applied (srvr's
-// Zxid line).
-func oracleLastZxid(addr string) (int64, error) {
-	out, err := zktest.FourLetterWord(addr, "srvr")
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(out, "\n") {
-		if z, ok := strings.CutPrefix(line, "Zxid: "); ok {
-			var zxid int64
-			if _, err := fmt.Sscanf(strings.TrimSpace(z), "0x%x", &zxid); err != nil {
-				return 0, fmt.Errorf("srvr's Zxid line %q: %v", line, err)
-			}
-			return zxid, nil
-		}
-	}
-	return 0, fmt.Errorf("no Zxid line in srvr: %q", strings.TrimSpace(out))
 }
 
 // close releases the file of pairings.

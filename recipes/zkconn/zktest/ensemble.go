@@ -367,7 +367,17 @@ func (e *Ensemble) Mode(id int) (string, error) {
 
 // Zxid asks server id for its srvr Zxid line: the last zxid it processed.
 func (e *Ensemble) Zxid(id int) (int64, error) {
-	out, err := FourLetterWord(e.Member(id).Addr, "srvr")
+	zxid, err := SrvrZxid(e.Member(id).Addr)
+	if err != nil {
+		return 0, fmt.Errorf("server %d: %v", id, err)
+	}
+	return zxid, nil
+}
+
+// SrvrZxid asks the server at addr for its srvr Zxid line: the last zxid
+// it processed.
+func SrvrZxid(addr string) (int64, error) {
+	out, err := FourLetterWord(addr, "srvr")
 	if err != nil {
 		return 0, err
 	}
@@ -375,12 +385,12 @@ func (e *Ensemble) Zxid(id int) (int64, error) {
 		if z, ok := strings.CutPrefix(line, "Zxid: "); ok {
 			var zxid int64
 			if _, err := fmt.Sscanf(strings.TrimSpace(z), "0x%x", &zxid); err != nil {
-				return 0, fmt.Errorf("server %d: Zxid line %q: %v", id, line, err)
+				return 0, fmt.Errorf("srvr's Zxid line %q: %v", line, err)
 			}
 			return zxid, nil
 		}
 	}
-	return 0, fmt.Errorf("server %d: no Zxid line in srvr: %q", id, strings.TrimSpace(out))
+	return 0, fmt.Errorf("no Zxid line in srvr: %q", strings.TrimSpace(out))
 }
 
 // Leader returns the server whose Mode is leader, with every other
