@@ -1,8 +1,6 @@
 package wire
 
 import (
-	"bufio"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
@@ -405,65 +403,37 @@ func (c *ensConn) closeAfterFlush() {
 
 func (c *ensConn) readLoop() {
 	defer c.s.wg.Done()
-	r := bufio.NewReaderSize(c.nc, frameReadBytes)
-	var buf []byte
-	first := true
-	for {
-		var prefix [4]byte
-		if _, err := io.ReadFull(r, prefix[:]); err != nil {
-			c.end()
-			return
-		}
-		if first && c.s.cfg.FourLetterWord != nil && isFourLetterWord(prefix) {
-			w := bufio.NewWriter(c.nc)
-			c.s.cfg.FourLetterWord(c.member, string(prefix[:]), w)
-			w.Flush()
-			c.end()
-			return
-		}
-		n := int32(binary.BigEndian.Uint32(prefix[:]))
-		if n < 0 || int(n) > c.s.cfg.MaxFrameBytes {
-			c.end() // closed unread, as Server does (readLoop)
-			return
-		}
-		if cap(buf) < int(n) {
-			buf = make([]byte, n)
-		}
-		body := buf[:n]
-		if _, err := io.ReadFull(r, body); err != nil {
-			c.end()
-			return
-		}
-		var ok bool
-		if first {
-			ok = c.handshake(body)
-			first = false
-		} else {
-			ok = c.request(body)
-		}
-		if !ok {
-			c.end()
-			return
-		}
+	// A frame past MaxFrameBytes closes the connection unread, not
+	// drained as Server's does.
+	fr := frameReading{maxFrameBytes: c.s.cfg.MaxFrameBytes}
+	if answer := c.s.cfg.FourLetterWord; answer != nil {
+		fr.answerWord = func(word string, w io.Writer) { answer(c.member, word, w) }
 	}
+	c.end(fr.readFrames(c.nc, c))
 }
 
-// handshake applies the connect request; false closes the connection.
-func (c *ensConn) handshake(body []byte) bool {
+// caughtUp: the writer sends everything.
+func (c *ensConn) caughtUp() {}
+
+// handshake applies the connect request. It returns why the connection
+// must close, or "".
+func (c *ensConn) handshake(body []byte) string {
 	req, err := DecodeConnectRequest(body)
 	if err != nil {
-		return false
+		return err.Error()
 	}
 	s := c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || !c.open || !s.ens.HasConn(c.id) {
-		return false
+		// A member without a leader refuses the handshake
+		// (NIOServerCnxn: "ZooKeeperServer not running").
+		return "closed by the server"
 	}
 	nowMs := s.nowMs()
 	s.advanceLocked(nowMs)
 	if !s.ens.HasConn(c.id) {
-		return false
+		return "connection closed by the server"
 	}
 	c.connect = req
 	c.stats.received++
@@ -471,27 +441,28 @@ func (c *ensConn) handshake(body []byte) bool {
 	s.ens.Connect(nowMs, c.id, req.ConnectRequest)
 	s.settleLocked(nowMs)
 	s.rearmLocked(nowMs)
-	return true
+	return ""
 }
 
-// request applies one request; false closes the connection.
-func (c *ensConn) request(body []byte) bool {
+// request applies one request. It returns why the connection must close,
+// or "".
+func (c *ensConn) request(body []byte) string {
 	req, err := DecodeRequest(body)
 	if err != nil && !req.Malformed {
-		return false
+		return err.Error()
 	}
 	s := c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return false
+		return "server closed"
 	}
 	nowMs := s.nowMs()
 	s.advanceLocked(nowMs)
 	if !s.ens.HasConn(c.id) {
 		// The member has closed the connection: what the client sent
 		// after is unread.
-		return true
+		return ""
 	}
 	at := time.Now()
 	c.stats.request(req, at)
@@ -500,12 +471,12 @@ func (c *ensConn) request(body []byte) bool {
 	s.ens.Receive(nowMs, c.id, req)
 	s.settleLocked(nowMs)
 	s.rearmLocked(nowMs)
-	return true
+	return ""
 }
 
 // end is the reader's last act: the member is told the connection is
-// gone (its session lives on until it expires).
-func (c *ensConn) end() {
+// gone (its session lives on until it expires). The reason is not kept.
+func (c *ensConn) end(string) {
 	s := c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()

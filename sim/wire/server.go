@@ -632,59 +632,13 @@ const frameReadBytes = 64 << 10
 
 func (c *conn) readLoop() {
 	defer c.s.wg.Done()
-	r := bufio.NewReaderSize(c.nc, frameReadBytes)
-	var buf []byte
-	first := true
-	for {
-		var prefix [4]byte
-		if _, err := io.ReadFull(r, prefix[:]); err != nil {
-			c.end(readError(err))
-			return
-		}
-		if first && c.s.cfg.FourLetterWord != nil && isFourLetterWord(prefix) {
-			c.fourLetterWord(string(prefix[:]))
-			return
-		}
-		n := int32(binary.BigEndian.Uint32(prefix[:]))
-		if n < 0 || int(n) > c.s.cfg.MaxFrameBytes {
-			// ZooKeeper closes at once, unread; over TCP the client's
-			// write of the rest still succeeds into the socket buffers,
-			// and it learns of the close from its reader. Reading what
-			// of the rest comes at once (within bounds) gives a client on
-			// net.Pipe, which has no buffers, the same view.
-			if n > 0 && int(n) <= oversizedDrainBytesMax {
-				c.nc.SetReadDeadline(time.Now().Add(oversizedDrainWait))
-				io.CopyN(io.Discard, r, int64(n))
-			}
-			c.end(fmt.Sprintf("frame length %d is not within 0..%d (jute.maxbuffer)", n, c.s.cfg.MaxFrameBytes))
-			return
-		}
-		if cap(buf) < int(n) {
-			buf = make([]byte, n)
-		}
-		body := buf[:n]
-		if _, err := io.ReadFull(r, body); err != nil {
-			c.end(readError(err))
-			return
-		}
-		var reason string
-		if first {
-			reason = c.handshake(body)
-			first = false
-		} else {
-			reason = c.request(body)
-		}
-		if reason != "" {
-			c.end(reason)
-			return
-		}
-		if !wholeFrameBuffered(r) {
-			// What the requests read so far have queued leaves before
-			// the reader waits for more: in one write for all of them.
-			c.writeInline()
-		}
-	}
+	fr := frameReading{maxFrameBytes: c.s.cfg.MaxFrameBytes, answerWord: c.s.cfg.FourLetterWord, drainOversized: true}
+	c.end(fr.readFrames(c.nc, c))
 }
+
+// caughtUp: what the requests read so far have queued leaves before the
+// reader waits for more, in one write for all of them.
+func (c *conn) caughtUp() { c.writeInline() }
 
 // wholeFrameBuffered reports whether r holds a whole frame (or a length
 // prefix that closes the connection): the reader can go on without a
@@ -714,13 +668,6 @@ func isFourLetterWord(b [4]byte) bool {
 		}
 	}
 	return true
-}
-
-func (c *conn) fourLetterWord(word string) {
-	w := bufio.NewWriter(c.nc)
-	c.s.cfg.FourLetterWord(word, w)
-	w.Flush()
-	c.end("four-letter word " + word)
 }
 
 // handshake applies the connect request. It returns why the connection
