@@ -148,7 +148,7 @@ func (s *EnsembleServer) serveConn(i int, nc net.Conn) {
 	}
 	s.nextConn++
 	c := &ensConn{s: s, member: i, id: s.nextConn, nc: nc, remote: nc.RemoteAddr().String(), ipKey: ipKey,
-		opened: time.Now(), pending: make(map[int32]pendingRequest), wake: make(chan struct{}, 1)}
+		opened: time.Now(), pending: make(map[int32]pendingRequest), outQueue: newOutQueue()}
 	c.stats.latencyMinMs = math.MaxInt64
 	// A member without a leader still reads the connection (a
 	// four-letter word is answered) but closes it at its handshake
@@ -373,12 +373,7 @@ type ensConn struct {
 	pending   map[int32]pendingRequest
 	stats     connCounters
 
-	// Guarded by s.mu.
-	out     []byte
-	spare   []byte
-	queued  int
-	closing bool
-	wake    chan struct{}
+	outQueue // guarded by s.mu
 }
 
 func (c *ensConn) enqueue(b []byte) {
@@ -386,18 +381,6 @@ func (c *ensConn) enqueue(b []byte) {
 	c.queued++
 	c.stats.sent++
 	c.s.members[c.member-1].stats.sent++
-	c.wakeWriter()
-}
-
-func (c *ensConn) wakeWriter() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (c *ensConn) closeAfterFlush() {
-	c.closing = true
 	c.wakeWriter()
 }
 
@@ -495,32 +478,7 @@ func (c *ensConn) end(string) {
 
 func (c *ensConn) writeLoop() {
 	defer c.s.wg.Done()
-	s := c.s
-	for range c.wake {
-		for {
-			s.mu.Lock()
-			buf := c.out
-			c.out = c.spare[:0]
-			c.spare = nil
-			c.queued = 0
-			closing := c.closing
-			s.mu.Unlock()
-			var err error
-			if len(buf) > 0 {
-				_, err = c.nc.Write(buf)
-			}
-			s.mu.Lock()
-			c.spare = buf[:0]
-			s.mu.Unlock()
-			if err != nil || len(buf) == 0 && closing {
-				c.nc.Close()
-				return
-			}
-			if len(buf) == 0 {
-				break
-			}
-		}
-	}
+	c.writeFrames(&c.s.mu, c.nc, func() bool { return c.closing })
 }
 
 // Member is member i (1-based) as the four-letter words see it.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"time"
 )
 
@@ -87,6 +88,92 @@ func (fr frameReading) readFrames(nc net.Conn, h frameHandler) (reason string) {
 		}
 		if !wholeFrameBuffered(r) {
 			h.caughtUp()
+		}
+	}
+}
+
+// outQueue is a connection's frames that wait for its writer
+// (writeFrames), guarded by the server's lock: the drivers queue frames
+// under it and the writer sends them without it, so that no lock is held
+// during I/O.
+type outQueue struct {
+	out     []byte // the frames queued
+	queued  int    // frames in out
+	spare   []byte // the buffer the last write gave back, for out to reuse
+	closing bool   // close the connection once out is sent
+	// writing: a goroutine (the writer, or Server's reader in
+	// writeInline) has taken out and is writing it; any other leaves the
+	// connection alone, so that frames leave in the order they were
+	// queued.
+	writing bool
+	wake    chan struct{}
+}
+
+func newOutQueue() outQueue { return outQueue{wake: make(chan struct{}, 1)} }
+
+func (q *outQueue) wakeWriter() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// closeAfterFlush has the writer close the connection once what is
+// queued is sent.
+func (q *outQueue) closeAfterFlush() {
+	q.closing = true
+	q.wakeWriter()
+}
+
+// takeLocked hands what is queued to the goroutine that is to write it,
+// which gives the buffer back with giveBackLocked.
+func (q *outQueue) takeLocked() []byte {
+	buf := q.out
+	q.out = q.spare[:0]
+	q.spare = nil
+	q.queued = 0
+	q.writing = len(buf) > 0
+	return buf
+}
+
+func (q *outQueue) giveBackLocked(buf []byte) {
+	q.writing = false
+	q.spare = buf[:0]
+}
+
+// writeFrames is a connection's writer: each time it is woken it takes
+// what is queued, under mu, and writes it to nc without the lock, until
+// nothing is left. closingLocked, called under mu before each take, says
+// whether to close once nothing is left (it may wait, letting mu go). The
+// writer closes nc and returns then, or when a write fails (the reader
+// sees the close).
+func (q *outQueue) writeFrames(mu *sync.Mutex, nc net.Conn, closingLocked func() bool) {
+	for range q.wake {
+		for {
+			mu.Lock()
+			closing := closingLocked()
+			if q.writing {
+				// Another goroutine is writing (Server's writeInline); it
+				// wakes the writer again if anything is left.
+				mu.Unlock()
+				break
+			}
+			buf := q.takeLocked()
+			mu.Unlock()
+			var err error
+			if len(buf) > 0 {
+				_, err = nc.Write(buf)
+			}
+			mu.Lock()
+			q.giveBackLocked(buf)
+			mu.Unlock()
+			if err != nil || len(buf) == 0 && closing {
+				nc.Close()
+				return
+			}
+			if len(buf) == 0 {
+				break
+			}
 		}
 	}
 }

@@ -195,9 +195,9 @@ func (s *Server) ServeConn(nc net.Conn) error {
 	s.nextConn++
 	c := &conn{
 		s: s, id: s.nextConn, nc: nc, remote: remote, ipKey: ipKey, opened: at,
-		pending: make(map[int32]pendingRequest),
-		wake:    make(chan struct{}, 1),
-		raw:     rawConnOf(nc),
+		pending:  make(map[int32]pendingRequest),
+		outQueue: newOutQueue(),
+		raw:      rawConnOf(nc),
 	}
 	c.stats.latencyMinMs = math.MaxInt64
 	s.conns[c.id] = c
@@ -536,19 +536,11 @@ type conn struct {
 	loseXid   int32
 	loseArmed bool
 
-	// Guarded by s.mu: the frames queued for the writer, the buffer the
-	// writer gives back, and whether to close after them.
-	out         []byte
-	queued      int // frames in out
-	spare       []byte
-	closing     bool
+	// Guarded by s.mu: the frames queued for the writer, and why the
+	// connection closes after them.
+	outQueue
 	closeReason string
 	gone        bool // the reader has ended and reported the close
-	wake        chan struct{}
-	// writing: a goroutine (the writer, or the reader in writeInline)
-	// has taken out and is writing it; the other leaves nc alone, so
-	// that frames leave in the order they were queued.
-	writing bool
 	// raw is nc's file descriptor, for the reader's writes that must not
 	// block (writeInline); nil when nc has none (net.Pipe): then only
 	// the writer writes.
@@ -592,13 +584,6 @@ func (c *conn) enqueue(b []byte) {
 	}
 }
 
-func (c *conn) wakeWriter() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-}
-
 // heldMark ends a run of held frames (held[:end]) that may leave once the
 // journal's durableSeq reaches seq.
 type heldMark struct {
@@ -608,13 +593,9 @@ type heldMark struct {
 
 func (c *conn) closeAfterFlush(reason string) {
 	if !c.closing {
-		c.closing = true
 		c.closeReason = reason
 	}
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
+	c.outQueue.closeAfterFlush()
 }
 
 // oversizedDrainBytesMax bounds what the server reads of a frame past
@@ -797,43 +778,12 @@ func (c *conn) end(reason string) {
 func (c *conn) writeLoop() {
 	defer c.s.wg.Done()
 	s := c.s
-	for range c.wake {
-		for {
-			s.mu.Lock()
-			s.awaitHealLocked(c.session) // a partition holds what is sent too
-			if c.writing {
-				// The reader is writing (writeInline); it wakes the
-				// writer again if anything is left.
-				s.mu.Unlock()
-				break
-			}
-			buf := c.out
-			c.out = c.spare[:0]
-			c.spare = nil
-			c.queued = 0
-			c.writing = len(buf) > 0
-			// Held frames go out before the close, unless the server
-			// has stopped and they never will.
-			closing := c.closing && (len(c.heldMarks) == 0 || s.closed)
-			s.mu.Unlock()
-			var err error
-			if len(buf) > 0 {
-				_, err = c.nc.Write(buf)
-			}
-			s.mu.Lock()
-			c.writing = false
-			c.spare = buf[:0]
-			s.mu.Unlock()
-			if err != nil || len(buf) == 0 && closing {
-				// On a write error the reader sees the close and reports it.
-				c.nc.Close()
-				return
-			}
-			if len(buf) == 0 {
-				break
-			}
-		}
-	}
+	c.writeFrames(&s.mu, c.nc, func() bool {
+		s.awaitHealLocked(c.session) // a partition holds what is sent too
+		// Held frames go out before the close, unless the server has
+		// stopped and they never will.
+		return c.closing && (len(c.heldMarks) == 0 || s.closed)
+	})
 }
 
 // writeInline writes what is queued for c from its reader, as far as the
@@ -858,22 +808,18 @@ func (c *conn) writeInline() {
 		s.mu.Unlock()
 		return
 	}
-	buf := c.out
-	c.out = c.spare[:0]
-	c.spare = nil
-	c.queued = 0
-	c.writing = true
+	buf := c.takeLocked()
 	s.mu.Unlock()
 	n, err := writeNoWait(c.raw, buf)
 	s.mu.Lock()
-	c.writing = false
 	if n < len(buf) && err == nil {
 		// The socket is full: the rest goes ahead of anything queued
 		// meanwhile, by the writer, which may wait.
+		c.writing = false
 		rest := append(buf[:0], buf[n:]...)
 		c.out = append(rest, c.out...)
 	} else {
-		c.spare = buf[:0]
+		c.giveBackLocked(buf)
 	}
 	// On an error the reader sees the close; the writer stops.
 	if len(c.out) > 0 || c.closing || err != nil {
