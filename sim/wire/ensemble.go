@@ -47,18 +47,17 @@ type EnsembleConfig struct {
 type EnsembleServer struct {
 	cfg EnsembleConfig
 
-	mu        sync.Mutex
-	ens       *sim.Ensemble
-	start     time.Time
-	closed    bool
-	nextConn  sim.ConnID
-	conns     map[sim.ConnID]*ensConn
-	members   []*ensMember // members[i-1] is member i
-	timer     *time.Timer
-	timerAtMs int64
-	electing  bool
-	election  *time.Timer
-	steps     []sim.EnsembleStep
+	mu       sync.Mutex
+	ens      *sim.Ensemble
+	start    time.Time
+	closed   bool
+	nextConn sim.ConnID
+	conns    map[sim.ConnID]*ensConn
+	members  []*ensMember // members[i-1] is member i
+	timer    deadlineTimer
+	electing bool
+	election *time.Timer
+	steps    []sim.EnsembleStep
 
 	wg sync.WaitGroup
 }
@@ -79,13 +78,12 @@ func NewEnsemble(ens *sim.Ensemble, cfg EnsembleConfig) *EnsembleServer {
 	if cfg.ElectionDelay == 0 {
 		cfg.ElectionDelay = sim.ElectionMinMs * time.Millisecond
 	}
-	s := &EnsembleServer{cfg: cfg, ens: ens, start: time.Now(), conns: make(map[sim.ConnID]*ensConn), timerAtMs: math.MaxInt64}
+	s := &EnsembleServer{cfg: cfg, ens: ens, start: time.Now(), conns: make(map[sim.ConnID]*ensConn)}
 	for range ens.Servers() {
 		s.members = append(s.members, &ensMember{listeners: make(map[net.Listener]struct{}), perIP: make(map[string]int),
 			stats: counters{latencyMinMs: math.MaxInt64}, started: s.start})
 	}
-	s.timer = time.AfterFunc(time.Hour, s.onTimer)
-	s.timer.Stop()
+	s.timer = newDeadlineTimer(s.onTimer)
 	s.mu.Lock()
 	s.logNotesLocked()
 	s.rearmLocked(0)
@@ -231,7 +229,7 @@ func (s *EnsembleServer) Close() error {
 		for _, c := range s.conns {
 			c.nc.Close()
 		}
-		s.timer.Stop()
+		s.timer.stop()
 		if s.election != nil {
 			s.election.Stop()
 		}
@@ -246,10 +244,9 @@ func (s *EnsembleServer) nowMs() int64 { return time.Since(s.start).Milliseconds
 // advanceLocked lets the leader's time reach nowMs before anything else
 // happens at nowMs (as Server.advanceLocked).
 func (s *EnsembleServer) advanceLocked(nowMs int64) {
-	if nowMs < s.timerAtMs {
+	if !s.timer.due(nowMs) {
 		return
 	}
-	s.timerAtMs = math.MaxInt64
 	s.ens.Tick(nowMs)
 	s.settleLocked(nowMs)
 }
@@ -296,16 +293,9 @@ func (s *EnsembleServer) logNotesLocked() {
 }
 
 func (s *EnsembleServer) rearmLocked(nowMs int64) {
-	next := s.ens.NextDeadlineMs()
-	if next == s.timerAtMs || s.closed {
-		return
+	if !s.closed {
+		s.timer.rearm(nowMs, s.ens.NextDeadlineMs())
 	}
-	s.timerAtMs = next
-	if next == math.MaxInt64 {
-		s.timer.Stop()
-		return
-	}
-	s.timer.Reset(time.Duration(max(next-nowMs, 0)) * time.Millisecond)
 }
 
 func (s *EnsembleServer) onTimer() {

@@ -271,7 +271,7 @@ func (s *Server) Restart(down time.Duration) {
 	s.advanceLocked(nowMs)
 	s.restartLocked(nowMs)
 	s.faults.rejectUntil = time.Now().Add(down)
-	s.timerAtMs = -1 // the deadlines have all moved
+	s.timer.atMs = -1 // the deadlines have all moved: rearm anew
 	s.rearmLocked(nowMs)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"sync"
 	"time"
@@ -177,3 +178,42 @@ func (q *outQueue) writeFrames(mu *sync.Mutex, nc net.Conn, closingLocked func()
 		}
 	}
 }
+
+// deadlineTimer wakes a driver at its state machine's next deadline (a
+// session's expiry, a container's check): armed under the server's lock
+// after every input, fired as fire, which takes the lock.
+type deadlineTimer struct {
+	t    *time.Timer
+	atMs int64 // the deadline t is armed for, math.MaxInt64 if none
+}
+
+func newDeadlineTimer(fire func()) deadlineTimer {
+	t := time.AfterFunc(time.Hour, fire)
+	t.Stop()
+	return deadlineTimer{t: t, atMs: math.MaxInt64}
+}
+
+// rearm arms the timer for nextMs (math.MaxInt64: no deadline), at nowMs.
+func (d *deadlineTimer) rearm(nowMs, nextMs int64) {
+	if nextMs == d.atMs {
+		return
+	}
+	d.atMs = nextMs
+	if nextMs == math.MaxInt64 {
+		d.t.Stop()
+		return
+	}
+	d.t.Reset(time.Duration(max(nextMs-nowMs, 0)) * time.Millisecond)
+}
+
+// due reports whether the armed deadline has come by nowMs; if it has,
+// the timer counts as disarmed until rearm.
+func (d *deadlineTimer) due(nowMs int64) bool {
+	if nowMs < d.atMs {
+		return false
+	}
+	d.atMs = math.MaxInt64
+	return true
+}
+
+func (d *deadlineTimer) stop() { d.t.Stop() }

@@ -72,8 +72,7 @@ type Server struct {
 	conns     map[sim.ConnID]*conn
 	perIP     map[string]int
 	listeners map[net.Listener]struct{}
-	timer     *time.Timer
-	timerAtMs int64 // the deadline the timer is armed for, math.MaxInt64 if none
+	timer     deadlineTimer
 	stats     counters
 	faults    faultState  // faults.go
 	keyed     keyedFaults // keyed.go
@@ -109,7 +108,6 @@ func New(srv *sim.Server, cfg Config) *Server {
 		conns:     make(map[sim.ConnID]*conn),
 		perIP:     make(map[string]int),
 		listeners: make(map[net.Listener]struct{}),
-		timerAtMs: math.MaxInt64,
 	}
 	if j := cfg.Journal; j != nil {
 		s.journal = j
@@ -117,8 +115,7 @@ func New(srv *sim.Server, cfg Config) *Server {
 		s.nextConn = j.nextConn - 1
 	}
 	s.stats.latencyMinMs = math.MaxInt64
-	s.timer = time.AfterFunc(time.Hour, s.onTimer)
-	s.timer.Stop()
+	s.timer = newDeadlineTimer(s.onTimer)
 	if cfg.Journal != nil {
 		// The restarted sessions expire unless their clients come back.
 		s.rearmLocked(s.nowMs())
@@ -242,7 +239,7 @@ func (s *Server) Close() error {
 	for _, c := range s.conns {
 		c.nc.Close()
 	}
-	s.timer.Stop()
+	s.timer.stop()
 	s.stopSyncLocked()
 	s.mu.Unlock()
 	s.wg.Wait()
@@ -283,10 +280,9 @@ func (s *Server) nowMs() int64 { return time.Since(s.start).Milliseconds() }
 // expires before a request that arrives later is applied, whichever
 // goroutine the runtime schedules first.
 func (s *Server) advanceLocked(nowMs int64) {
-	if nowMs < s.timerAtMs {
+	if !s.timer.due(nowMs) {
 		return
 	}
-	s.timerAtMs = math.MaxInt64
 	if s.journal != nil {
 		s.journal.tick(nowMs)
 	}
@@ -309,16 +305,9 @@ func (s *Server) stepInternalLocked(nowMs int64) {
 
 // rearmLocked sets the timer for the simulated server's next deadline.
 func (s *Server) rearmLocked(nowMs int64) {
-	next := s.sim.NextDeadlineMs()
-	if next == s.timerAtMs || s.closed {
-		return
+	if !s.closed {
+		s.timer.rearm(nowMs, s.sim.NextDeadlineMs())
 	}
-	s.timerAtMs = next
-	if next == math.MaxInt64 {
-		s.timer.Stop()
-		return
-	}
-	s.timer.Reset(time.Duration(max(next-nowMs, 0)) * time.Millisecond)
 }
 
 func (s *Server) onTimer() {
@@ -490,7 +479,7 @@ func (s *Server) failLocked(err error) {
 	for _, c := range s.conns {
 		c.nc.Close()
 	}
-	s.timer.Stop()
+	s.timer.stop()
 	s.stopSyncLocked()
 }
 
