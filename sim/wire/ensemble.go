@@ -327,15 +327,9 @@ func (s *EnsembleServer) flushLocked() {
 			}
 		case sim.OutReply:
 			r := o.Reply
-			p, ok := c.pending[r.Xid]
-			if !ok {
-				panic(fmt.Sprintf("wire: reply to xid %d, which connection %d has not sent", r.Xid, c.id))
-			}
-			delete(c.pending, r.Xid)
-			latencyMs := int64(at.Sub(p.at) / time.Millisecond)
-			c.stats.reply(latencyMs, r.Zxid, at)
+			op, latencyMs := answered(c.pending, &c.stats, c.id, &r, at)
 			m.stats.reply(latencyMs)
-			c.enqueue(AppendReply(c.out, p.op, &r))
+			c.enqueue(AppendReply(c.out, op, &r))
 		case sim.OutEvent:
 			c.enqueue(AppendEvent(c.out, o.Event))
 		case sim.OutClose:

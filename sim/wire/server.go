@@ -352,22 +352,16 @@ func (s *Server) flushLocked() {
 			}
 		case sim.OutReply:
 			r := o.Reply
-			p, ok := c.pending[r.Xid]
-			if !ok {
-				panic(fmt.Sprintf("wire: reply to xid %d, which connection %d has not sent", r.Xid, c.id))
-			}
-			delete(c.pending, r.Xid)
-			latencyMs := int64(at.Sub(p.at) / time.Millisecond)
-			c.stats.reply(latencyMs, r.Zxid, at)
+			op, latencyMs := answered(c.pending, &c.stats, c.id, &r, at)
 			s.stats.reply(latencyMs)
 			// Applied, and its reply perhaps lost: no observer hears of a
 			// reply the client never gets, so a history keeps the request
 			// open, ambiguous, as its client sees it.
 			if !s.replyLostLocked(c, r.Xid) {
-				c.enqueue(AppendReply(c.outBuf(), p.op, &r))
-				s.obs.ReplySent(at, c.id, c.session, p.op, r)
+				c.enqueue(AppendReply(c.outBuf(), op, &r))
+				s.obs.ReplySent(at, c.id, c.session, op, r)
 			}
-			if p.op == sim.OpCloseSession && r.Err == sim.CodeOK {
+			if op == sim.OpCloseSession && r.Err == sim.CodeOK {
 				s.obs.SessionClosed(at, c.session)
 			}
 		case sim.OutEvent:
@@ -495,6 +489,20 @@ func (s *Server) Err() error {
 type pendingRequest struct {
 	op sim.OpCode
 	at time.Time
+}
+
+// answered takes the request that reply r (sent at) answers off
+// connection id's pending requests, and counts it in stats. It returns
+// the request's type, which the reply is encoded by, and its latency.
+func answered(pending map[int32]pendingRequest, stats *connCounters, id sim.ConnID, r *sim.Response, at time.Time) (op sim.OpCode, latencyMs int64) {
+	p, ok := pending[r.Xid]
+	if !ok {
+		panic(fmt.Sprintf("wire: reply to xid %d, which connection %d has not sent", r.Xid, id))
+	}
+	delete(pending, r.Xid)
+	latencyMs = int64(at.Sub(p.at) / time.Millisecond)
+	stats.reply(latencyMs, r.Zxid, at)
+	return p.op, latencyMs
 }
 
 // conn is one client connection: a reader goroutine that decodes frames
