@@ -110,19 +110,12 @@ func (s *EnsembleServer) ServeMember(i int, l net.Listener) error {
 		delete(m.listeners, l)
 		s.mu.Unlock()
 	}()
-	for {
-		nc, err := l.Accept()
-		if err != nil {
-			s.mu.Lock()
-			closed := s.closed
-			s.mu.Unlock()
-			if closed {
-				return ErrServerClosed
-			}
-			return err
+	return acceptLoop(l, func(nc net.Conn) { s.serveConn(i, nc) }, &s.mu, func() error {
+		if s.closed {
+			return ErrServerClosed
 		}
-		s.serveConn(i, nc)
-	}
+		return nil
+	})
 }
 
 // ServeMemberConn serves one client connection of member i in the

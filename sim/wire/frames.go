@@ -217,3 +217,22 @@ func (d *deadlineTimer) due(nowMs int64) bool {
 }
 
 func (d *deadlineTimer) stop() { d.t.Stop() }
+
+// acceptLoop hands each connection accepted on l to serve until l fails.
+// It returns why: stoppedLocked's error, asked under mu, if the server
+// has stopped (ErrServerClosed, say), else l's.
+func acceptLoop(l net.Listener, serve func(net.Conn), mu *sync.Mutex, stoppedLocked func() error) error {
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			mu.Lock()
+			stopped := stoppedLocked()
+			mu.Unlock()
+			if stopped != nil {
+				return stopped
+			}
+			return err
+		}
+		serve(nc)
+	}
+}

@@ -147,22 +147,15 @@ func (s *Server) Serve(l net.Listener) error {
 		delete(s.listeners, l)
 		s.mu.Unlock()
 	}()
-	for {
-		nc, err := l.Accept()
-		if err != nil {
-			s.mu.Lock()
-			closed, fatal := s.closed, s.fatal
-			s.mu.Unlock()
-			if fatal != nil {
-				return fatal
-			}
-			if closed {
-				return ErrServerClosed
-			}
-			return err
+	return acceptLoop(l, func(nc net.Conn) { s.ServeConn(nc) }, &s.mu, func() error {
+		if s.fatal != nil {
+			return s.fatal
 		}
-		s.ServeConn(nc)
-	}
+		if s.closed {
+			return ErrServerClosed
+		}
+		return nil
+	})
 }
 
 // ServeConn serves one client connection (a net.Pipe end, say) in the
