@@ -1,5 +1,10 @@
 package wire
 
+// The connection mechanics Server and EnsembleServer share: the frame
+// reader, the writer and its queue, the deadline timer and the accept
+// loop. What a frame means is each driver's (its hooks); none of this
+// knows ZooKeeper beyond the frame format.
+
 import (
 	"bufio"
 	"encoding/binary"
