@@ -8,6 +8,7 @@ package wire
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -15,6 +16,49 @@ import (
 	"sync"
 	"time"
 )
+
+// oversizedDrainBytesMax bounds what the server reads of a frame past
+// MaxFrameBytes before it closes the connection: past any frame a client
+// library sends (go-zookeeper's buffer is 1.5 MiB).
+const oversizedDrainBytesMax = 16 << 20
+
+// oversizedDrainWait bounds how long the server waits for the rest of a
+// frame past MaxFrameBytes before it closes the connection.
+const oversizedDrainWait = 50 * time.Millisecond
+
+// frameReadBytes is the read buffer of a connection: pipelined clients
+// send many small frames per read.
+const frameReadBytes = 64 << 10
+
+// wholeFrameBuffered reports whether r holds a whole frame (or a length
+// prefix that closes the connection): the reader can go on without a
+// read that may wait.
+func wholeFrameBuffered(r *bufio.Reader) bool {
+	if r.Buffered() < 4 {
+		return false
+	}
+	prefix, _ := r.Peek(4)
+	n := int32(binary.BigEndian.Uint32(prefix))
+	return n < 0 || r.Buffered()-4 >= int(n)
+}
+
+func readError(err error) string {
+	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrClosedPipe) {
+		return "connection closed"
+	}
+	return err.Error()
+}
+
+// isFourLetterWord reports whether a connection's first four bytes are a
+// word rather than a length: four lowercase ASCII letters.
+func isFourLetterWord(b [4]byte) bool {
+	for _, x := range b {
+		if x < 'a' || x > 'z' {
+			return false
+		}
+	}
+	return true
+}
 
 // frameHandler is what a driver's connection does with the frames its
 // reader reads (readFrames): Server's conn and EnsembleServer's ensConn.
