@@ -254,11 +254,13 @@ func (j *Journal) files() (logs, snapshots []uint64, err error) {
 }
 
 func (j *Journal) recover(cfg sim.ServerConfig, wallClockMs int64) (*Recovered, error) {
-	// A snapshot a kill cut while it was being written is only ever a
-	// temporary file.
-	if tmps, err := filepath.Glob(filepath.Join(j.dir, snapshotPrefix+"*"+tmpSuffix)); err == nil {
-		for _, tmp := range tmps {
-			os.Remove(tmp)
+	// A snapshot, or a new log's header, that a kill cut while it was
+	// being written is only ever a temporary file.
+	for _, prefix := range []string{snapshotPrefix, logPrefix} {
+		if tmps, err := filepath.Glob(filepath.Join(j.dir, prefix+"*"+tmpSuffix)); err == nil {
+			for _, tmp := range tmps {
+				os.Remove(tmp)
+			}
 		}
 	}
 	logs, snapshots, err := j.files()
@@ -493,8 +495,13 @@ func (j *Journal) replayLog(gen uint64, cfg sim.ServerConfig, srv **sim.Server, 
 
 // startLog creates log gen, with its header, and makes it the current log.
 func (j *Journal) startLog(gen uint64) error {
+	// The log gets its header under a temporary name and takes its own
+	// name only then: a kill between the file's creation and its header
+	// would otherwise leave a log that is not a journal, and recovery
+	// would refuse to start (a temporary file is removed at recovery).
 	path := filepath.Join(j.dir, logName(gen))
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	tmp := path + tmpSuffix
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
@@ -514,8 +521,14 @@ func (j *Journal) startLog(gen uint64) error {
 	if j.sync {
 		if err := f.Sync(); err != nil {
 			f.Close()
-			return fmt.Errorf("%s: fsync: %v", path, err)
+			return fmt.Errorf("%s: fsync: %v", tmp, err)
 		}
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		f.Close()
+		return err
+	}
+	if j.sync {
 		if err := syncDir(j.dir); err != nil {
 			f.Close()
 			return err

@@ -385,3 +385,51 @@ func TestJournalGroupCommit(t *testing.T) {
 		}
 	})
 }
+
+// A kill while a new log gets its header leaves only a temporary file
+// (the log takes its name once its header is written): recovery removes
+// it and brings the state back, where a log without its header would
+// have been refused as "not a zklab journal" and serve would not start.
+func TestJournalSurvivesAKillWhileALogStarts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		opts := wire.JournalOptions{WallClockMs: sim.DefaultEpochMs}
+		rec, err := wire.OpenJournal(dir, journalConfig, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := wire.New(rec.Server, wire.Config{Journal: rec.Journal})
+		c, _ := pipeServer{srv}.connect(t, 5*time.Second)
+		if _, err := c.Create("/kept", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		var want serverState
+		srv.Inspect(func(s *sim.Server) { want = stateOf(s) })
+		srv.Close()
+		if err := rec.Journal.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) == 0 || strings.HasSuffix(entries[len(entries)-1].Name(), ".tmp") {
+			t.Fatalf("the journal left %v: want its log under its own name, no temporary file", entries)
+		}
+
+		torn := filepath.Join(dir, "zklab-log.0000000000000001.tmp")
+		if err := os.WriteFile(torn, []byte("ZKLAB"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var warnings []string
+		o := opts
+		o.Warn = func(msg string) { warnings = append(warnings, msg) }
+		rec, err = wire.OpenJournal(dir, journalConfig, o)
+		if err != nil {
+			t.Fatalf("recovery with a torn new log's temporary file: %v", err)
+		}
+		rec.Journal.Close()
+		if got := stateOf(rec.Server); !reflect.DeepEqual(got, want) || len(warnings) != 0 {
+			t.Fatalf("recovered state (warnings %q):\n%+v\nwant\n%+v", warnings, got, want)
+		}
+		if _, err := os.Stat(torn); !os.IsNotExist(err) {
+			t.Errorf("%s: still there after recovery (%v)", torn, err)
+		}
+	})
+}
