@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zklab/zklab/recipes"
 )
 
 // runTask runs fn as a task of c and the world until every task is done.
@@ -79,15 +80,7 @@ func TestAttachSessionMovesTheSessionAndIsRefusedBehindTheClient(t *testing.T) {
 		if _, err := c.Set(ctx, "/a", []byte("x"), -1); !errors.Is(err, zk.ErrConnectionClosed) {
 			t.Errorf("set on the old follower: %v, want ErrConnectionClosed", err)
 		}
-		s := c.Session()
-		for s.Generation == before.Generation || !s.Connected() {
-			if s, err = c.WaitSession(ctx, s); err != nil {
-				t.Fatalf("reconnect: %v", err)
-			}
-		}
-		if s.ID != before.ID {
-			t.Errorf("session %#x after reconnecting, want %#x", s.ID, before.ID)
-		}
+		waitReconnectedToSession(ctx, t, c, before)
 		d, _, err := c.Get(ctx, "/a")
 		if err != nil || len(d) != 0 {
 			t.Errorf("get /a: %q %v, want the set unapplied", d, err)
@@ -124,15 +117,7 @@ func TestAttachSessionOnOneServerClosesTheClientsConnection(t *testing.T) {
 		if a, err = w.AttachSession(ctx, c, 1, c.LastZxid()); err != nil {
 			t.Fatalf("attach: %v", err)
 		}
-		s := c.Session()
-		for s.Generation == before.Generation || !s.Connected() {
-			if s, err = c.WaitSession(ctx, s); err != nil {
-				t.Fatalf("reconnect: %v", err)
-			}
-		}
-		if s.ID != before.ID {
-			t.Errorf("session %#x after reconnecting, want %#x", s.ID, before.ID)
-		}
+		waitReconnectedToSession(ctx, t, c, before)
 		if ok, _, err := c.Exists(ctx, "/e"); err != nil || !ok {
 			t.Errorf("exists /e: %v %v, want true, nil", ok, err)
 		}
@@ -157,4 +142,20 @@ func TestAttachSessionOnOneServerClosesTheClientsConnection(t *testing.T) {
 			t.Errorf("attach an expired session: %v, %v, want ErrAttachExpired", a, err)
 		}
 	})
+}
+
+// waitReconnectedToSession waits until c has connected again after
+// before, and checks that it kept before's session.
+func waitReconnectedToSession(ctx context.Context, t *testing.T, c *Client, before recipes.Session) {
+	t.Helper()
+	s := c.Session()
+	for s.Generation == before.Generation || !s.Connected() {
+		var err error
+		if s, err = c.WaitSession(ctx, s); err != nil {
+			t.Fatalf("reconnect: %v", err)
+		}
+	}
+	if s.ID != before.ID {
+		t.Errorf("session %#x after reconnecting, want %#x", s.ID, before.ID)
+	}
 }
