@@ -43,6 +43,20 @@ func stateOf(srv *sim.Server) serverState {
 
 var journalConfig = sim.ServerConfig{TickTimeMs: 500, EpochMs: sim.DefaultEpochMs}
 
+// reopenJournal recovers the journal in dir as serve does at start-up,
+// closes it, and returns the state recovered and the warnings given.
+func reopenJournal(t *testing.T, dir string, opts wire.JournalOptions) (serverState, *wire.Recovered, []string) {
+	t.Helper()
+	var warnings []string
+	opts.Warn = func(msg string) { warnings = append(warnings, msg) }
+	rec, err := wire.OpenJournal(dir, journalConfig, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Journal.Close()
+	return stateOf(rec.Server), rec, warnings
+}
+
 // A journal replayed into a fresh server gives back the state the served
 // server had: every node, Stat, ACL-guarded child, sequence counter,
 // session and zxid. A torn last record (a kill mid-write) is cut with a
@@ -91,18 +105,11 @@ func TestJournalReplaysTheServedState(t *testing.T) {
 
 		reopen := func() (serverState, []string) {
 			t.Helper()
-			var warnings []string
-			rec, err := wire.OpenJournal(dir, journalConfig, wire.JournalOptions{
-				WallClockMs: sim.DefaultEpochMs, Warn: func(msg string) { warnings = append(warnings, msg) },
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rec.Journal.Close()
+			st, rec, warnings := reopenJournal(t, dir, wire.JournalOptions{WallClockMs: sim.DefaultEpochMs})
 			if rec.Records == 0 {
 				t.Fatal("nothing replayed")
 			}
-			return stateOf(rec.Server), warnings
+			return st, warnings
 		}
 		got, warnings := reopen()
 		if !reflect.DeepEqual(got, want) || len(warnings) != 0 {
@@ -260,15 +267,7 @@ func TestJournalCompactsWithSnapshots(t *testing.T) {
 
 		reopen := func() (serverState, *wire.Recovered, []string) {
 			t.Helper()
-			var warnings []string
-			o := opts
-			o.Warn = func(msg string) { warnings = append(warnings, msg) }
-			rec, err := wire.OpenJournal(dir, journalConfig, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec.Journal.Close()
-			return stateOf(rec.Server), rec, warnings
+			return reopenJournal(t, dir, opts)
 		}
 		got, r, warnings := reopen()
 		if !reflect.DeepEqual(got, want) || len(warnings) != 0 {
@@ -417,15 +416,7 @@ func TestJournalSurvivesAKillWhileALogStarts(t *testing.T) {
 		if err := os.WriteFile(torn, []byte("ZKLAB"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		var warnings []string
-		o := opts
-		o.Warn = func(msg string) { warnings = append(warnings, msg) }
-		rec, err = wire.OpenJournal(dir, journalConfig, o)
-		if err != nil {
-			t.Fatalf("recovery with a torn new log's temporary file: %v", err)
-		}
-		rec.Journal.Close()
-		if got := stateOf(rec.Server); !reflect.DeepEqual(got, want) || len(warnings) != 0 {
+		if got, _, warnings := reopenJournal(t, dir, opts); !reflect.DeepEqual(got, want) || len(warnings) != 0 {
 			t.Fatalf("recovered state (warnings %q):\n%+v\nwant\n%+v", warnings, got, want)
 		}
 		if _, err := os.Stat(torn); !os.IsNotExist(err) {
