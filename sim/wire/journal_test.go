@@ -43,6 +43,19 @@ func stateOf(srv *sim.Server) serverState {
 
 var journalConfig = sim.ServerConfig{TickTimeMs: 500, EpochMs: sim.DefaultEpochMs}
 
+// stopServing closes srv and its journal, and returns the state srv
+// served last: what recovering the journal must bring back.
+func stopServing(t *testing.T, srv *wire.Server, j *wire.Journal) serverState {
+	t.Helper()
+	var want serverState
+	srv.Inspect(func(s *sim.Server) { want = stateOf(s) })
+	srv.Close()
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
 // reopenJournal recovers the journal in dir as serve does at start-up,
 // closes it, and returns the state recovered and the warnings given.
 func reopenJournal(t *testing.T, dir string, opts wire.JournalOptions) (serverState, *wire.Recovered, []string) {
@@ -93,12 +106,7 @@ func TestJournalReplaysTheServedState(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(3 * time.Second) // pings and ticks are inputs too
-		var want serverState
-		srv.Inspect(func(s *sim.Server) { want = stateOf(s) })
-		srv.Close()
-		if err := rec.Journal.Close(); err != nil {
-			t.Fatal(err)
-		}
+		want := stopServing(t, srv, rec.Journal)
 		if len(want.Sessions) != 1 || want.LastZxid < 9 {
 			t.Fatalf("the served server has sessions %v and zxid %d: the workload did not run", want.Sessions, want.LastZxid)
 		}
@@ -250,12 +258,7 @@ func TestJournalCompactsWithSnapshots(t *testing.T) {
 		if _, err := c.Set("/dir", []byte("last"), -1); err != nil {
 			t.Fatal(err)
 		}
-		var want serverState
-		srv.Inspect(func(s *sim.Server) { want = stateOf(s) })
-		srv.Close()
-		if err := rec.Journal.Close(); err != nil {
-			t.Fatal(err)
-		}
+		want := stopServing(t, srv, rec.Journal)
 
 		logs, snapshots := journalFiles(t, dir)
 		if len(snapshots) != 3 {
@@ -402,12 +405,7 @@ func TestJournalSurvivesAKillWhileALogStarts(t *testing.T) {
 		if _, err := c.Create("/kept", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatal(err)
 		}
-		var want serverState
-		srv.Inspect(func(s *sim.Server) { want = stateOf(s) })
-		srv.Close()
-		if err := rec.Journal.Close(); err != nil {
-			t.Fatal(err)
-		}
+		want := stopServing(t, srv, rec.Journal)
 		if entries, _ := os.ReadDir(dir); len(entries) == 0 || strings.HasSuffix(entries[len(entries)-1].Name(), ".tmp") {
 			t.Fatalf("the journal left %v: want its log under its own name, no temporary file", entries)
 		}
