@@ -313,11 +313,11 @@ func (c *Client) authenticated(r ConnectResponse) {
 	c.setState(zk.StateHasSession)
 	if len(c.creds) == 0 {
 		c.schedulePing()
-		c.recvTimer = c.w.after(c.recvTimeoutNs, c, "read deadline", c.checkRecv)
+		c.recvTimer = c.w.after(c.recvTimeoutNs, c, TimerReadDeadline, c.checkRecv)
 		c.startSending(len(c.unsent))
 		return
 	}
-	c.recvTimer = c.w.after(c.recvTimeoutNs, c, "read deadline", c.checkRecv)
+	c.recvTimer = c.w.after(c.recvTimeoutNs, c, TimerReadDeadline, c.checkRecv)
 	// The credentials go first, before the send loop (and its pings)
 	// starts; what was queued before stays ahead of setWatches, what
 	// tasks queue meanwhile comes behind it.
@@ -362,7 +362,7 @@ func (c *Client) checkRecv() {
 		return
 	}
 	if deadline := c.lastRecvNs + c.recvTimeoutNs; deadline > c.w.nowNs {
-		c.recvTimer = c.w.after(deadline-c.w.nowNs, c, "read deadline", c.checkRecv)
+		c.recvTimer = c.w.after(deadline-c.w.nowNs, c, TimerReadDeadline, c.checkRecv)
 		return
 	}
 	c.connectionLost("read timed out")
@@ -499,7 +499,14 @@ func (c *Client) matchReply(r *Response) *pending {
 		return nil
 	}
 	p := c.inflight[i]
-	c.inflight = slices.Delete(c.inflight, i, i+1)
+	if n := len(c.inflight); i == n-1 {
+		// The last sent, as a rule the only one: no shift, just the
+		// clear slices.Delete would make of the slot it frees.
+		c.inflight[i] = nil
+		c.inflight = c.inflight[:i]
+	} else {
+		c.inflight = slices.Delete(c.inflight, i, i+1)
+	}
 	p.resp = *r
 	return p
 }

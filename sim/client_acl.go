@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"net/netip"
+	"strings"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -100,4 +101,31 @@ func (c *Client) resendAuth(k int, done func()) {
 		c.resendAuth(k+1, done)
 	}
 	c.transmit(p)
+}
+
+// IncrementalReconfig is zk.Conn.IncrementalReconfig: joining servers
+// (server.N=spec lines) and leaving server ids, each list sent joined by
+// commas, newMembers null. version is the configuration's version it
+// applies to, -1 for any. It returns /zookeeper/config's new Stat. The
+// call is not in the operation history (a configuration is not a node
+// the checkers model).
+func (c *Client) IncrementalReconfig(ctx context.Context, joining, leaving []string, version int64) (*zk.Stat, error) {
+	return c.reconfig(ctx, Request{Op: OpReconfig, Path: "/zookeeper/config", JoiningServers: strings.Join(joining, ","),
+		LeavingServers: strings.Join(leaving, ","), NewMembersNull: true, CurConfigID: version})
+}
+
+// Reconfig is zk.Conn.Reconfig: the whole new list of servers.
+func (c *Client) Reconfig(ctx context.Context, members []string, version int64) (*zk.Stat, error) {
+	return c.reconfig(ctx, Request{Op: OpReconfig, Path: "/zookeeper/config", NewMembers: strings.Join(members, ","), CurConfigID: version})
+}
+
+func (c *Client) reconfig(ctx context.Context, req Request) (*zk.Stat, error) {
+	p, err := c.call(ctx, &req, nil, 0, 0)
+	if err == zk.ErrConnectionClosed {
+		c.release(p)
+		return nil, err
+	}
+	stat := replyOf(p).Stat
+	c.release(p)
+	return &stat, err
 }

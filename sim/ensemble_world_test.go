@@ -404,3 +404,34 @@ func TestTheHistoryKeepsTheRepliesZxids(t *testing.T) {
 		t.Errorf("a call refused before it was sent has zxid %#x", h[5].Zxid)
 	}
 }
+
+// TestAppliedTextIsWhatFmtWrites holds each member's "sN applied <rec>",
+// which the first member to apply a record writes for every member at
+// once, to what fmt writes, whichever member asks first and in whatever
+// order the others follow.
+func TestAppliedTextIsWhatFmtWrites(t *testing.T) {
+	for _, servers := range []int{3, 5} {
+		w := New(Config{Servers: servers})
+		recs := []*TxnRecord{
+			{Kind: RecCreateSession, Zxid: 0x100000001, LastZxid: 0x100000001, Session: 0x1000000aa0000},
+			{Kind: RecWrite, Zxid: 0x100000002, LastZxid: 0x100000002, Session: 0x1000000aa0000, Req: Request{Op: OpCreate, Path: "/lock/n-0000000001"}, Resp: Response{Err: CodeNodeExists}},
+			{Kind: RecSweep, Zxid: 0x200000003, LastZxid: 0x200000005},
+		}
+		for k, rec := range recs {
+			order := make([]int, 0, servers)
+			for i := range servers {
+				order = append(order, (i+k)%servers+1) // each record applied first by another member
+			}
+			for _, i := range order {
+				if got, want := w.appliedText(i, rec), fmt.Sprintf("s%d applied %v", i, rec); got != want {
+					t.Fatalf("servers=%d: member %d: got %q, want %q", servers, i, got, want)
+				}
+			}
+			// A member past those the text was written for (one a
+			// reconfiguration added) is written on its own.
+			if got, want := w.appliedText(servers+1, rec), fmt.Sprintf("s%d applied %v", servers+1, rec); got != want {
+				t.Fatalf("servers=%d: member %d: got %q, want %q", servers, servers+1, got, want)
+			}
+		}
+	}
+}

@@ -30,9 +30,13 @@ const (
 const (
 	CodeSystemError      Code = -1
 	CodeMarshallingError Code = -5
-	CodeAPIError         Code = -100
-	CodeNoWatcher        Code = -121 // checkWatches, removeWatches: no such watch
-	CodeReconfigDisabled Code = -123
+	// A reconfig's new configuration has no connected, synced quorum.
+	CodeNewConfigNoQuorum Code = -13
+	// A reconfig while another is outstanding.
+	CodeReconfigInProgress Code = -14
+	CodeAPIError           Code = -100
+	CodeNoWatcher          Code = -121 // checkWatches, removeWatches: no such watch
+	CodeReconfigDisabled   Code = -123
 )
 
 var codeNames = map[Code]string{
@@ -43,6 +47,7 @@ var codeNames = map[Code]string{
 	CodeInvalidACL: "INVALIDACL", CodeAuthFailed: "AUTHFAILED",
 	CodeSystemError: "SYSTEMERROR", CodeMarshallingError: "MARSHALLINGERROR", CodeAPIError: "APIERROR",
 	CodeNoWatcher: "NOWATCHER", CodeReconfigDisabled: "RECONFIGDISABLED",
+	CodeNewConfigNoQuorum: "NEWCONFIGNOQUORUM", CodeReconfigInProgress: "RECONFIGINPROGRESS",
 }
 
 func (c Code) String() string {
@@ -55,11 +60,18 @@ func (c Code) String() string {
 // Error converts a code into the error value go-zookeeper/zk returns for
 // it (ErrCode.toError): its sentinel where it has one, and
 // "zk: unknown error"-style text where it has none (RUNTIMEINCONSISTENCY
-// and UNIMPLEMENTED among them).
+// and UNIMPLEMENTED among them). The common CodeOK is answered inline,
+// without the call into the switch (every reply asks, twice).
 func (c Code) Error() error {
-	switch c {
-	case CodeOK:
+	if c == CodeOK {
 		return nil
+	}
+	return c.failure()
+}
+
+// failure is Error for a code other than CodeOK.
+func (c Code) failure() error {
+	switch c {
 	case CodeBadArguments:
 		return zk.ErrBadArguments
 	case CodeNoNode:

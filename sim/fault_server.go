@@ -38,6 +38,19 @@ const (
 // from, because a standalone world refuses them.
 var ServerFaultKinds = []FaultKind{FaultLag, FaultServerCrash, FaultServerPartition, FaultIsolateLeader, FaultKillLeader, FaultLoseQuorum}
 
+// QuorumLossVictims are the servers the lose-quorum fault crashes: the
+// leader (s1 without one) and the servers after it in number order,
+// wrapping round, a majority. Every driver of the fault (the simulated
+// world, zklab serve's control API) crashes these.
+func (e *Ensemble) QuorumLossVictims() []int {
+	first := max(e.Leader(), 1)
+	victims := make([]int, 0, e.quorum())
+	for k := range e.quorum() {
+		victims = append(victims, (first-1+k)%e.Servers()+1)
+	}
+	return victims
+}
+
 func isServerFault(k FaultKind) bool { return slices.Contains(ServerFaultKinds, k) }
 
 // namesServer reports whether a server fault names its server in Server.

@@ -9,9 +9,12 @@ import (
 // checkNode asserts the invariants of one node after a transaction touched
 // it: if it exists, its parent exists and lists it; if it does not, its
 // parent (when there is one) does not list it; an ephemeral has a live
-// owner that lists it. A violation is a simulator bug and panics.
-func (s *Server) checkNode(path string, seen *nodeLookups) {
-	n := seen.node(s, path)
+// owner that lists it. A violation is a simulator bug and panics. It
+// looks nodes up through the server's lookup cache (a write touches a
+// node and its parent, which its own lookups have just cached), which
+// CheckInvariants holds to the tree itself.
+func (s *Server) checkNode(path string) {
+	n := s.lookup(path)
 	if path == "/" {
 		if n == nil {
 			panic("sim: invariant: the root is gone")
@@ -19,7 +22,7 @@ func (s *Server) checkNode(path string, seen *nodeLookups) {
 		return
 	}
 	parentPath, name := parentOf(path)
-	parent := seen.node(s, parentPath)
+	parent := s.lookup(parentPath)
 	if n == nil {
 		if parent != nil && parent.children != nil && parent.children.has(name) {
 			panic(fmt.Sprintf("sim: invariant: %s lists deleted child %s", parentPath, name))
@@ -32,7 +35,7 @@ func (s *Server) checkNode(path string, seen *nodeLookups) {
 	if parent.children == nil || !parent.children.has(name) {
 		panic(fmt.Sprintf("sim: invariant: %s does not list its child %s", parentPath, name))
 	}
-	if n.mzxid > s.lastZxid || n.czxid > n.mzxid || n.pzxid > s.lastZxid {
+	if (n.mzxid > s.lastZxid && !isInitialConfigNode(path, n)) || n.czxid > n.mzxid || n.pzxid > s.lastZxid {
 		panic(fmt.Sprintf("sim: invariant: %s has zxids czxid=%#x mzxid=%#x pzxid=%#x past the last zxid %#x", path, n.czxid, n.mzxid, n.pzxid, s.lastZxid))
 	}
 	if ownerKind(n.ephemeralOwner) == ownerSession {
@@ -41,29 +44,6 @@ func (s *Server) checkNode(path string, seen *nodeLookups) {
 			panic(fmt.Sprintf("sim: invariant: ephemeral %s has no live owner %#x", path, n.ephemeralOwner))
 		}
 	}
-}
-
-// nodeLookups remembers the last few lookups in the tree while a
-// transaction's nodes are checked: the tree does not change meanwhile, and
-// a write touches a node and then its parent, whose own check looks the
-// parent up again (a lookup hashes the path: most of checkNode's time).
-type nodeLookups struct {
-	paths [2]string
-	nodes [2]*znode
-	next  int
-}
-
-func (l *nodeLookups) node(s *Server, path string) *znode {
-	if l.paths[0] == path && path != "" {
-		return l.nodes[0]
-	}
-	if l.paths[1] == path && path != "" {
-		return l.nodes[1]
-	}
-	n := s.nodes[path]
-	l.paths[l.next], l.nodes[l.next] = path, n
-	l.next ^= 1
-	return n
 }
 
 // CheckInvariants checks the whole tree: every node's parent exists and
@@ -96,6 +76,9 @@ func (s *Server) CheckInvariants() error {
 	if expiring != s.expiringNodes {
 		return fmt.Errorf("sim: invariant: %d containers and TTL nodes, counted %d", expiring, s.expiringNodes)
 	}
+	if err := s.lookups.check(s.nodes); err != nil {
+		return err
+	}
 	return s.checkSessionInvariants()
 }
 
@@ -118,7 +101,7 @@ func (s *Server) checkNodeInvariants(path string, n *znode) error {
 			}
 		}
 	}
-	if n.czxid > s.lastZxid || n.mzxid > s.lastZxid || n.pzxid > s.lastZxid {
+	if n.czxid > s.lastZxid || (n.mzxid > s.lastZxid && !isInitialConfigNode(path, n)) || n.pzxid > s.lastZxid {
 		return fmt.Errorf("sim: invariant: %s has a zxid past the last zxid %#x", path, s.lastZxid)
 	}
 	if ownerKind(n.ephemeralOwner) == ownerSession {

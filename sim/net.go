@@ -62,12 +62,22 @@ func (w *World) dial(c *Client) (conn *netConn, refused bool) {
 
 func (w *World) connByID(id ConnID) *netConn {
 	// Connections are few and kept in creation order; a search keeps the
-	// world free of maps that could leak their order.
-	i, ok := slices.BinarySearchFunc(w.conns, id, func(c *netConn, id ConnID) int { return int(c.id - id) })
-	if !ok {
-		return nil
+	// world free of maps that could leak their order. It is written out
+	// rather than slices.BinarySearchFunc's, whose comparison through a
+	// function value cost more than the search (it runs for every output).
+	lo, hi := 0, len(w.conns)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if w.conns[mid].id < id {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
 	}
-	return w.conns[i]
+	if lo < len(w.conns) && w.conns[lo].id == id {
+		return w.conns[lo]
+	}
+	return nil
 }
 
 func (w *World) sendToServer(conn *netConn, m wireMsg) {
@@ -178,9 +188,11 @@ func (w *World) enumerate() []Step {
 			st.Kind, st.Client, st.Conn, st.conn = StepToClient, c.number(), conn.id, conn
 		}
 	}
-	w.dueBuf = w.dueTimers(w.dueBuf[:0])
-	for _, t := range w.dueBuf {
-		e = append(e, Step{Kind: StepTimer, Client: t.owner.number(), timer: t})
+	if len(w.timers) > 0 && w.timers[0].atNs <= w.nowNs { // dueTimers' common case, inline: none due
+		w.dueBuf = w.dueTimers(w.dueBuf[:0])
+		for _, t := range w.dueBuf {
+			e = append(e, Step{Kind: StepTimer, Client: t.owner.number(), timer: t})
+		}
 	}
 	w.enabled = e
 	return e
@@ -195,8 +207,10 @@ func addStep(e *[]Step) *Step {
 	return &(*e)[len(*e)-1]
 }
 
-// take performs one step other than running a task.
-func (w *World) take(st Step) {
+// take performs one step other than running a task. It reads st before
+// it acts: the step lies in the enabled list, which the next listing
+// overwrites.
+func (w *World) take(st *Step) {
 	switch st.Kind {
 	case StepToServer:
 		w.deliverToServer(st.conn)
@@ -206,10 +220,10 @@ func (w *World) take(st Step) {
 		heap.Remove(&w.timers, st.timer.index)
 		st.timer.fire()
 	case StepApply, StepPeer:
-		w.takeEnsembleStep(st)
+		w.takeEnsembleStep(*st)
 	case StepServerInternal:
 		if w.ens != nil {
-			w.takeEnsembleStep(st)
+			w.takeEnsembleStep(*st)
 			break
 		}
 		id := w.server.StepInternal(w.nowMs())

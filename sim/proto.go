@@ -153,6 +153,9 @@ type Request struct {
 	LeavingServers string
 	NewMembers     string
 	CurConfigID    int64
+	// NewMembersNull: newMembers is null, as an incremental reconfig
+	// sends it (PrepRequestProcessor tells the two forms apart by it).
+	NewMembersNull bool
 }
 
 // Response is the server's reply to one request.

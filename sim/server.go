@@ -156,6 +156,13 @@ type Server struct {
 	expiringNodes int    // containers and TTL nodes, which the ContainerManager sweeps
 	checkEvery    bool   // check the whole tree after every transaction, not only what it touched
 	treeChanges   uint64 // nodes created and deleted since the server was made or restored (TreeChanges)
+	// freeNodes holds deleted nodes for the next creates to reuse, data
+	// buffer and all: a create then allocates nothing of the tree's (a
+	// node was most of BenchmarkSimThroughput's allocated bytes, and the
+	// collector's cycles, write barriers and all, came with them).
+	freeNodes []*znode
+	// lookups remembers the last few paths writes and reads looked up.
+	lookups pathCache
 
 	// auth holds each live connection's identities (ServerCnxn.authInfo);
 	// caller is the connection whose request is being handled.
@@ -751,9 +758,8 @@ func (s *Server) commit(t *txn) {
 		panic(fmt.Sprintf("sim: transaction %#x committed after %#x", t.zxid, s.lastZxid))
 	}
 	s.fire(t.events)
-	var seen nodeLookups
 	for _, path := range t.touched {
-		s.checkNode(path, &seen)
+		s.checkNode(path)
 	}
 	if s.checkEvery {
 		if err := s.CheckInvariants(); err != nil {
@@ -801,7 +807,7 @@ func (s *Server) record(o *overlay, path string) *changeRecord {
 		r = new(changeRecord)
 	}
 	*r = changeRecord{path: path}
-	if n := s.nodes[path]; n != nil {
+	if n := s.lookup(path); n != nil {
 		*r = changeRecord{path: path, node: n, exists: true, version: n.version, cversion: n.cversion, numChildren: n.numChildren(), owner: n.ephemeralOwner, acl: n.acl}
 	}
 	*o = append(*o, r)
@@ -996,7 +1002,7 @@ func (s *Server) applyInto(nowMs int64, sess *serverSession, req *Request, w wri
 			n = s.nodes[w.path]
 		}
 		s.assertPermitted(w.path, n, zk.PermWrite)
-		n.data = slices.Clone(req.Data)
+		n.data = copyData(n.data, req.Data)
 		n.version++
 		n.mzxid = t.zxid
 		n.mtime = s.wallMs(nowMs)
@@ -1094,11 +1100,13 @@ func (s *Server) createNode(nowMs int64, sess *serverSession, req *Request, w wr
 	}
 	s.assertPermitted(parentPath, parent, zk.PermCreate)
 	wall := s.wallMs(nowMs)
-	n := &znode{
-		data: slices.Clone(req.Data), czxid: t.zxid, mzxid: t.zxid, pzxid: t.zxid,
+	n, buf := s.takeNode()
+	*n = znode{
+		data: copyData(buf, req.Data), czxid: t.zxid, mzxid: t.zxid, pzxid: t.zxid,
 		ctime: wall, mtime: wall, ephemeralOwner: w.owner, acl: w.acl,
 	}
 	s.nodes[w.path] = n
+	s.lookups.update(w.path, n)
 	s.treeChanges++
 	if parent.children == nil {
 		parent.children = newJavaSet(8)
@@ -1164,6 +1172,7 @@ func (s *Server) deleteNode(t *txn, path string) {
 func (s *Server) deleteKnownNode(t *txn, path string, n *znode, parentPath string, parent *znode) {
 	_, name := parentOf(path)
 	delete(s.nodes, path)
+	s.lookups.update(path, nil)
 	s.treeChanges++
 	parent.children.remove(name)
 	// DataTree.deleteNode only raises pzxid: a create applied with a
@@ -1181,6 +1190,112 @@ func (s *Server) deleteKnownNode(t *txn, path string, n *znode, parentPath strin
 	}
 	t.touched = append(t.touched, path, parentPath)
 	t.events = append(t.events, pendingEvent{path, zk.EventNodeDeleted, n.acl}, pendingEvent{parentPath, zk.EventNodeChildrenChanged, parent.acl})
+	s.putNode(n)
+}
+
+// pathCache remembers the last few lookups of the tree by path, whether
+// they found a node or not: one client's writes and reads come back to
+// the same few paths (a node and its parent), and a lookup in the tree
+// hashes the path, which was most of record's time and a tenth of
+// BenchmarkSimThroughput's. Every create and delete updates the entry of
+// its path (update), so an entry is always what the tree holds;
+// CheckInvariants asserts it. Entries go round in a fixed order: nothing
+// depends on a map's.
+type pathCache struct {
+	paths [4]string
+	nodes [4]*znode
+	next  int
+}
+
+// lookup is s.nodes[path] through the cache. The empty path is never
+// cached: it marks a free entry.
+func (s *Server) lookup(path string) *znode {
+	if path == "" {
+		return s.nodes[path]
+	}
+	c := &s.lookups
+	for i := range c.paths {
+		if c.paths[i] == path {
+			return c.nodes[i]
+		}
+	}
+	n := s.nodes[path]
+	c.paths[c.next], c.nodes[c.next] = path, n
+	c.next = (c.next + 1) % len(c.paths)
+	return n
+}
+
+// update records that the tree now holds n at path (nil: no node).
+func (c *pathCache) update(path string, n *znode) {
+	for i := range c.paths {
+		if c.paths[i] == path {
+			c.nodes[i] = n
+		}
+	}
+}
+
+// check reports an entry that disagrees with the tree.
+func (c *pathCache) check(nodes map[string]*znode) error {
+	for i, path := range c.paths {
+		if path != "" && nodes[path] != c.nodes[i] {
+			return fmt.Errorf("sim: invariant: the lookup cache holds a stale node for %s", path)
+		}
+	}
+	return nil
+}
+
+// maxFreeNodes bounds the deleted nodes kept for reuse, and
+// maxReusedDataBytes the data buffer one keeps: past it the buffer goes,
+// so a large value deleted long ago is not held for a small one.
+const (
+	maxFreeNodes       = 64
+	maxReusedDataBytes = 256
+)
+
+// takeNode returns a node for a create, a deleted one when there is one,
+// and the data buffer it had (nil for none) for copyData to reuse. The
+// node's fields are the caller's to write, all of them.
+func (s *Server) takeNode() (*znode, []byte) {
+	k := len(s.freeNodes)
+	if k == 0 {
+		return new(znode), nil
+	}
+	n := s.freeNodes[k-1]
+	s.freeNodes[k-1] = nil
+	s.freeNodes = s.freeNodes[:k-1]
+	return n, n.data
+}
+
+// putNode keeps a node deleteKnownNode took out of the tree for reuse.
+// Nothing refers to a deleted node by then: the tree, the overlay and
+// the writes of the transaction hold paths, and a write's node pointers
+// serve only until it is applied. Its children set is dropped (a set
+// keeps the capacity it grew to, which decides a Java HashSet's order: a
+// new node's must start afresh), and so is a large data buffer.
+func (s *Server) putNode(n *znode) {
+	if len(s.freeNodes) >= maxFreeNodes {
+		return
+	}
+	data := n.data
+	if cap(data) > maxReusedDataBytes {
+		data = nil
+	}
+	*n = znode{data: data}
+	s.freeNodes = append(s.freeNodes, n)
+}
+
+// copyData is slices.Clone(src) written into buf when buf can hold it:
+// a node's data is its own (every read copies it out, and a snapshot
+// encodes it before it returns), so a node may reuse its own buffer, or
+// a deleted node's. Like slices.Clone it keeps nil apart from empty.
+func copyData(buf, src []byte) []byte {
+	if src == nil {
+		return nil
+	}
+	if buf == nil || cap(buf) < len(src) {
+		return slices.Clone(src)
+	}
+	return append(buf[:0], src...)
 }
 
 // fire sends the events in order to the connections watching: created and

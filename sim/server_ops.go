@@ -393,5 +393,5 @@ func (s *Server) readNode(path string) *znode {
 	if path == "" {
 		return s.nodes["/"]
 	}
-	return s.nodes[path]
+	return s.lookup(path)
 }

@@ -41,6 +41,10 @@ const (
 	// RecSweep is the ContainerManager's deletions of one run: one
 	// transaction per node, zxids Zxid to LastZxid.
 	RecSweep
+	// RecReconfig is a reconfig that made a new configuration: a
+	// SetDataTxn of /zookeeper/config with the configuration's text
+	// (Req.Data), ensemble_reconfig.go.
+	RecReconfig
 )
 
 // TxnRecord is one committed transaction, as the leader made it.
@@ -64,6 +68,10 @@ type TxnRecord struct {
 	// record re-executed it and found it the leader's; the members after
 	// it apply that write without validating Req again (ApplyRecord).
 	checked *checkedWrite
+	// appliedText is every member's "sN applied <rec>" for the trace,
+	// appliedTextLen bytes each (World.appliedText).
+	appliedText    string
+	appliedTextLen int
 }
 
 // checkedWrite is a write one replica validated: every replica's tree is
@@ -81,7 +89,7 @@ func (r *TxnRecord) String() string { return string(r.appendText(nil)) }
 // it: an ensemble's trace says it for every member's every application,
 // and fmt.Sprintf was a tenth of an exploration's time on 3 servers.
 func (r *TxnRecord) appendText(b []byte) []byte {
-	if r.Kind < RecCreateSession || r.Kind > RecSweep {
+	if r.Kind < RecCreateSession || r.Kind > RecReconfig {
 		return append(b, '?')
 	}
 	b = appendHex(b, r.Zxid)
@@ -101,6 +109,9 @@ func (r *TxnRecord) appendText(b []byte) []byte {
 		b = appendHex(b, r.Session)
 		b = append(b, " err="...)
 		return append(b, r.Resp.Err.String()...)
+	case RecReconfig:
+		b = append(b, " reconfig session "...)
+		return appendHex(b, r.Session)
 	case RecError:
 		b = append(b, " error "...)
 		b = append(b, r.Req.Op.String()...)
@@ -354,7 +365,7 @@ func (s *Server) ApplyRecord(r *TxnRecord) {
 		s.replayAuth = connAuth{}
 		s.caller = 0
 		resp.Xid, resp.Zxid = r.Req.Xid, t.zxid
-		if !sameWriteResponse(resp, r.Resp) {
+		if !sameWriteResponse(&resp, &r.Resp) {
 			panic(fmt.Sprintf("sim: a replica re-executed %v and got %+v, the leader %+v", r, resp, r.Resp))
 		}
 		if checked != nil {
@@ -367,6 +378,14 @@ func (s *Server) ApplyRecord(r *TxnRecord) {
 		s.lastZxid = r.Zxid
 		if onThis {
 			s.reply(r.Conn, r.Resp)
+		}
+	case RecReconfig:
+		resp := s.applyConfig(r)
+		if !sameWriteResponse(&resp, &r.Resp) || string(resp.Data) != string(r.Resp.Data) {
+			panic(fmt.Sprintf("sim: a replica applied %v and got %+v, the leader %+v", r, resp, r.Resp))
+		}
+		if onThis {
+			s.reply(r.Conn, resp)
 		}
 	case RecSweep:
 		s.sweepContainers(r.TimeMs)
@@ -401,8 +420,9 @@ func newPrepServer(cfg ServerConfig, log []*TxnRecord, sid int, epoch int64, now
 }
 
 // sameWriteResponse compares what a write's answer carries: a replica's
-// must be the leader's.
-func sameWriteResponse(a, b Response) bool {
+// must be the leader's. It takes pointers: a Response is 264 bytes, and
+// copying two for every member's every write showed.
+func sameWriteResponse(a, b *Response) bool {
 	if a.Xid != b.Xid || a.Zxid != b.Zxid || a.Err != b.Err || a.Path != b.Path || a.Stat != b.Stat || len(a.Multi) != len(b.Multi) {
 		return false
 	}

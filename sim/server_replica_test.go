@@ -235,6 +235,8 @@ func TestTxnRecordText(t *testing.T) {
 			want = fmt.Sprintf("%#x error %v session %#x", r.Zxid, r.Req.Op, r.Session)
 		case RecSweep:
 			want = fmt.Sprintf("%#x..%#x container sweep", r.Zxid, r.LastZxid)
+		case RecReconfig:
+			want = fmt.Sprintf("%#x reconfig session %#x", r.Zxid, r.Session)
 		default:
 			want = "?"
 		}

@@ -71,6 +71,21 @@ func (s Step) String() string {
 	return s.Kind.String()
 }
 
+// TimerReadDeadline names a client's read deadline (zk.Conn's recvLoop
+// read timeout): the connection is given up when nothing came for two
+// thirds of the session timeout.
+const TimerReadDeadline = "read deadline"
+
+// Timer is a timer step's name (TimerReadDeadline, "ping", a sleep's...),
+// "" for a step of another kind: a strategy may order what is due at one
+// time by what it is.
+func (s Step) Timer() string {
+	if s.Kind != StepTimer || s.timer == nil {
+		return ""
+	}
+	return s.timer.what
+}
+
 // A Strategy picks the next step among the enabled ones, which the world
 // lists in a deterministic order. It is asked only when there are two or
 // more. It must draw any randomness from w.Rand() (or from a source the

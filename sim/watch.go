@@ -164,6 +164,11 @@ func (t *watchTable) contains(path string, conn ConnID) (found, failed bool) {
 // A connection without READ on the node's ACL (acl) is not sent the event,
 // though its one-shot watch is used up too (eventVisible).
 func (s *Server) trigger(t *watchTable, path string, typ zk.EventType, acl aclID, skip []ConnID) []ConnID {
+	if len(t.paths) == 0 {
+		// No watch at all (then none is recursive either): nothing to
+		// look up, sort or send, for every write of a run without watches.
+		return nil
+	}
 	var fired []ConnID
 	for local := path; ; {
 		if conns := t.paths[local]; len(conns) > 0 {

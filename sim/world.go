@@ -25,6 +25,9 @@ type Config struct {
 	// standalone server, 3 or 5 an ensemble of a leader and followers
 	// (see Ensemble). Validate rejects any other number.
 	Servers int
+	// Ensemble is an ensemble's configuration beyond its servers'
+	// settings: server.N lines and reconfigEnabled (ensemble_reconfig.go).
+	Ensemble EnsembleConfig
 	// Trace receives every event of the run as it happens; nil keeps the
 	// trace in memory only when KeepTrace is set.
 	Trace TraceSink
@@ -64,8 +67,7 @@ type World struct {
 	strategy  Strategy
 	server    *Server
 	ens       *Ensemble // nil for the standalone server
-	ensBuf    []EnsembleStep
-	textBuf   []byte // scratch for the ensemble's trace details
+	textBuf   []byte    // scratch for the ensemble's trace details
 	ensFaults *ensembleFaults
 
 	nowNs     int64
@@ -282,7 +284,7 @@ func (w *World) block(ready waiter) {
 // past the step or time limit, ErrDeadlock when tasks wait for what can
 // never come, and the error of a task that panicked.
 func (w *World) Run() error {
-	return w.runUntil(func() bool { return w.liveTasks() == 0 })
+	return w.runUntil(nil)
 }
 
 // RunFor runs the world for exactly d of virtual time: time stops at the
@@ -299,6 +301,26 @@ func (w *World) RunFor(d time.Duration) error {
 	return err
 }
 
+// runWait is the waiter of the Run caller: it may go on once the run has
+// failed or its stop condition holds; a nil stop is Run's, no live task
+// left, tested without a call (the scheduler asks at every step).
+type runWait struct {
+	w    *World
+	stop func() bool
+}
+
+func (r *runWait) ready() bool {
+	if r.w.stopErr != nil {
+		return true
+	}
+	if r.stop == nil {
+		return r.w.liveTasks() == 0
+	}
+	return r.stop()
+}
+
+// runUntil runs the world until stop reports true (nil: until no task is
+// left).
 func (w *World) runUntil(stop func() bool) error {
 	if w.running {
 		panic("sim: Run called from inside the simulation")
@@ -308,7 +330,7 @@ func (w *World) runUntil(stop func() bool) error {
 	}
 	w.running = true
 	w.stopErr = nil
-	w.main.ready = cond(func() bool { return w.stopErr != nil || stop() })
+	w.main.ready = &runWait{w: w, stop: stop}
 	w.current = nil
 	w.schedule(w.main)
 	w.running = false
@@ -338,7 +360,7 @@ func (w *World) schedule(self *task) {
 			w.fail(fmt.Errorf("%w: step %d, virtual time %v; blocked: %s", ErrLimit, w.step, w.Now(), w.blockedTasks()))
 			continue
 		}
-		if w.injectDueFaults() {
+		if len(w.faults) > 0 && w.injectDueFaults() {
 			continue
 		}
 		enabled := w.enumerate()
@@ -355,7 +377,7 @@ func (w *World) schedule(self *task) {
 				panic(fmt.Sprintf("sim: strategy chose step %d of %d", i, len(enabled)))
 			}
 		}
-		st := enabled[i]
+		st := &enabled[i] // not a copy: a step is some 80 bytes, three times an op
 		w.step++
 		if st.Kind == StepRunTask {
 			st.task.ready = nil

@@ -991,6 +991,20 @@ type simEnsemble struct {
 // simLeaderWaitMax bounds the wait for a leader in virtual time.
 const simLeaderWaitMax = time.Minute
 
+// simLeader runs w until its ensemble has a leader, for at most
+// simLeaderWaitMax of virtual time, and names it.
+func simLeader(w *sim.World) (int, error) {
+	for waited := time.Duration(0); w.Leader() == 0; waited += 50 * time.Millisecond {
+		if waited > simLeaderWaitMax {
+			return 0, fmt.Errorf("no leader within %v of virtual time", simLeaderWaitMax)
+		}
+		if err := w.RunFor(50 * time.Millisecond); err != nil {
+			return 0, err
+		}
+	}
+	return w.Leader(), nil
+}
+
 func newSimEnsemble(t *testing.T, seed uint64) *simEnsemble {
 	w := sim.New(sim.Config{Seed: seed, Servers: 3})
 	t.Cleanup(w.Close)
@@ -998,15 +1012,7 @@ func newSimEnsemble(t *testing.T, seed uint64) *simEnsemble {
 }
 
 func (b *simEnsemble) Leader() (int, error) {
-	for waited := time.Duration(0); b.w.Leader() == 0; waited += 50 * time.Millisecond {
-		if waited > simLeaderWaitMax {
-			return 0, fmt.Errorf("no leader within %v of virtual time", simLeaderWaitMax)
-		}
-		if err := b.w.RunFor(50 * time.Millisecond); err != nil {
-			return 0, err
-		}
-	}
-	return b.w.Leader(), nil
+	return simLeader(b.w)
 }
 
 func (b *simEnsemble) Dial(servers []int, sessionTimeout time.Duration) (int, error) {
