@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -37,7 +38,8 @@ import (
 //	SESSIONS                   list sessions, ephemerals and watches
 //
 // SESSION is a session id as Java's Long.decode reads it: decimal, or hex
-// after 0x or #.
+// after 0x or #. A simulated ensemble (zklab serve --servers N) takes the
+// ensemble's verbs instead (controlEnsemble below).
 
 // controlVerbs are the verbs with how many parameters each takes at least
 // and at most.
@@ -49,9 +51,11 @@ var controlVerbs = map[string][2]int{
 	"SESSIONS": {0, 0},
 }
 
-// controlHandler serves the control API for srv.
+// controlHandler serves the control API for srv, or for the simulated
+// ensemble ens.
 type controlHandler struct {
 	srv *wire.Server
+	ens *wire.EnsembleServer
 }
 
 // controlError is a command's failure: the HTTP status and one line.
@@ -78,37 +82,61 @@ func badControl(format string, args ...any) *controlError {
 	return &controlError{http.StatusBadRequest, fmt.Sprintf(format, args...)}
 }
 
-func (h controlHandler) command(urlPath string) (map[string]any, *controlError) {
+// parseCommand splits a request's path into its verb, in upper case and
+// without dashes (so that the scenario files' names, crash-server, work
+// too), and its parameters.
+func parseCommand(urlPath string) (verb string, params []string, cerr *controlError) {
 	path := strings.TrimPrefix(urlPath, "/")
-	if path == "sessions" {
+	switch path {
+	case "sessions":
 		path = "command/SESSIONS"
+	case "servers":
+		path = "command/SERVERS"
 	}
 	rest, ok := strings.CutPrefix(path, "command/")
 	if !ok {
-		return nil, &controlError{http.StatusNotFound, fmt.Sprintf("%s: not a command: use /command/VERB[/PARAMETER] or /sessions", urlPath)}
+		return "", nil, &controlError{http.StatusNotFound, fmt.Sprintf("%s: not a command: use /command/VERB[/PARAMETER], /sessions or /servers", urlPath)}
 	}
 	parts := strings.Split(rest, "/")
-	verb := strings.ToUpper(parts[0])
-	params := parts[1:]
+	verb = strings.ToUpper(strings.ReplaceAll(parts[0], "-", ""))
+	params = parts[1:]
 	if len(params) > 0 && params[len(params)-1] == "" {
 		params = params[:len(params)-1] // a trailing slash
 	}
+	return verb, params, nil
+}
+
+// checkArity answers a verb given too few or too many parameters.
+func checkArity(verb string, params []string, arity [2]int) *controlError {
+	if len(params) < arity[0] || len(params) > arity[1] {
+		return badControl("%s takes %d to %d parameters, got %d", verb, arity[0], arity[1], len(params))
+	}
+	return nil
+}
+
+func (h controlHandler) command(urlPath string) (map[string]any, *controlError) {
+	verb, params, cerr := parseCommand(urlPath)
+	if cerr != nil {
+		return nil, cerr
+	}
+	if h.ens != nil {
+		return controlEnsemble(h.ens, verb, params)
+	}
 	arity, ok := controlVerbs[verb]
 	if !ok {
-		return nil, badControl("%q: unknown verb; known: %s", parts[0], knownVerbs())
+		if _, ok := ensembleVerbs[verb]; ok {
+			return nil, badControl("%s: only with a simulated ensemble (zklab serve --servers 3 or 5); this is one server", verb)
+		}
+		return nil, badControl("%q: unknown verb; known: %s", verb, knownVerbs())
 	}
-	if len(params) < arity[0] || len(params) > arity[1] {
-		return nil, badControl("%s takes %d to %d parameters, got %d", verb, arity[0], arity[1], len(params))
+	if cerr := checkArity(verb, params, arity); cerr != nil {
+		return nil, cerr
 	}
 	answer := map[string]any{"command": verb}
 	srv := h.srv
-	var session int64
-	if len(params) > 0 && (verb == "CLOSECONNECTION" || verb == "EXPIRESESSION" || verb == "LOSEREPLY" || verb == "DROPREQUEST" || verb == "PARTITION") {
-		var err error
-		if session, err = parseSessionID(params[0]); err != nil {
-			return nil, badControl("%s: session %q: %v", verb, params[0], err)
-		}
-		answer["session"] = sessionHex(session)
+	session, cerr := sessionArg(verb, params, answer, "CLOSECONNECTION", "EXPIRESESSION", "LOSEREPLY", "DROPREQUEST", "PARTITION")
+	if cerr != nil {
+		return nil, cerr
 	}
 	var err error
 	switch verb {
@@ -206,6 +234,29 @@ func (h controlHandler) command(urlPath string) (map[string]any, *controlError) 
 	return answer, nil
 }
 
+// sessionParam reads a verb's SESSION parameter.
+// sessionArg reads the session a verb of sessionVerbs takes as its first
+// parameter, if it has one, and notes it in the answer; 0 for any other.
+func sessionArg(verb string, params []string, answer map[string]any, sessionVerbs ...string) (int64, *controlError) {
+	if len(params) == 0 || !slices.Contains(sessionVerbs, verb) {
+		return 0, nil
+	}
+	session, cerr := sessionParam(verb, params[0])
+	if cerr != nil {
+		return 0, cerr
+	}
+	answer["session"] = sessionHex(session)
+	return session, nil
+}
+
+func sessionParam(verb, text string) (int64, *controlError) {
+	id, err := parseSessionID(text)
+	if err != nil {
+		return 0, badControl("%s: session %q: %v", verb, text, err)
+	}
+	return id, nil
+}
+
 func knownVerbs() string {
 	return "PING, CLOSECONNECTION, EXPIRESESSION, REJECTCONNECTIONS, ADDDELAY, FAILREQUESTS, NORESPONSE, RESET, LOSEREPLY, DROPREQUEST, PARTITION, RESTART, SESSIONS"
 }
@@ -295,11 +346,26 @@ func sessionList(states []wire.SessionState) []map[string]any {
 // startControl serves the control API on addr in the background; the
 // returned server is shut down with close.
 func startControl(addr string, srv *wire.Server) (*http.Server, string, error) {
+	ln, err := listenControl(addr)
+	if err != nil {
+		return nil, "", err
+	}
+	return serveControl(ln, controlHandler{srv: srv}), ln.Addr().String(), nil
+}
+
+// listenControl listens for the control API on addr.
+func listenControl(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, "", fmt.Errorf("--control %s: %v", addr, err)
+		return nil, fmt.Errorf("--control %s: %v", addr, err)
 	}
-	hs := &http.Server{Handler: controlHandler{srv}, ReadHeaderTimeout: 10 * time.Second}
+	return ln, nil
+}
+
+// serveControl serves the control API on ln in the background; the
+// returned server is shut down with close.
+func serveControl(ln net.Listener, h controlHandler) *http.Server {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(ln)
-	return hs, ln.Addr().String(), nil
+	return hs
 }

@@ -75,6 +75,7 @@ func TestControlBadInput(t *testing.T) {
 		{"/command/PARTITION/0x1/-5", 400, `PARTITION: milliseconds "-5"`},
 		{"/command/ADDDELAY/soon", 400, `ADDDELAY: milliseconds "soon"`},
 		{"/command/PING/extra", 400, "PING takes 0 to 0 parameters, got 1"},
+		{"/command/LAG/s2/100", 400, "LAG: only with a simulated ensemble (zklab serve --servers 3 or 5)"},
 		{"/nothing", 404, "not a command"},
 		{"/command/EXPIRESESSION/0x1234", 404, "EXPIRESESSION: session 0x1234: no such session"},
 		{"/command/CLOSECONNECTION/4660", 404, "CLOSECONNECTION: session 0x1234: no such session"},

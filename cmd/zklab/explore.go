@@ -46,8 +46,10 @@ Strategies: random walks the schedule and draws each fault's step or
 time; pct gives the clients' threads priorities with a few change points;
 directed aims each fault at a phase of a client's (creating its node,
 listing, waiting, holding, releasing, reconnecting...), those the
-exploration has struck least so far most often; mix (the default) takes
-the three in turn. The coverage report after the runs counts each fault
+exploration has struck least so far most often (on an ensemble, half of
+its schedules are a stale session instead: the follower a client is
+connected to lags while the client pauses past its session); mix (the
+default) takes the three in turn. The coverage report after the runs counts each fault
 kind by the phase it struck and the events lock recipes care about, and
 flags what was never reached.
 

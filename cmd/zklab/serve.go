@@ -84,24 +84,41 @@ after a quorum can elect, the fastest measured on a real 3.8 ensemble;
 the highest logged zxid leads, the higher id among equals). srvr, stat
 and mntr report Mode leader or follower, and a member without a leader
 answers "This ZooKeeper instance is not currently serving requests".
-Not supported with an ensemble: dynamic reconfiguration (reconfig
-answers RECONFIGDISABLED, whatever reconfigEnabled says), observers,
---data-dir/--history/--oracle/--control (the ensemble is in the host's
-memory only: members all down for longer than the host's 10 s start
-empty). Reproducibility: the ensemble is the same pure state machine as
-'zklab run --servers 3' and draws no random numbers; the driver takes
-the members' internal steps (messages, applying commits) at once, in a
-fixed order, so followers never lag. What is not reproducible is what
-the wall clock and the processes decide: the order in which clients'
-requests arrive, when sessions expire, when a member process dies or
-registers, and so which member leads after a failover.
+Dynamic reconfiguration: with reconfigEnabled=true in the zoo.cfg, reconfig
+(incremental and newMembers) changes the voting members as ZooKeeper 3.8
+does: the super user only (/zookeeper/config is world-readable only),
+BADVERSION, BADARGUMENTS, NEWCONFIGNOQUORUM, /zookeeper/config holding
+the server.N lines and version; a removed member goes on serving as a
+non-voter, a removed leader hands over to the designated one. Without
+it, reconfig answers RECONFIGDISABLED. Not supported with an ensemble:
+observers (a participant role only), servers that join from outside
+(a joiner the ensemble lacks is a voter that never connects),
+--data-dir/--history/--oracle (the ensemble is in the host's memory
+only: members all down for longer than the host's 10 s start empty),
+and --control with server.N lines (there a member is crashed by killing
+its process; use --servers N). Reproducibility: the ensemble is the same
+pure state machine as 'zklab run --servers 3' and draws no random
+numbers; the driver takes the members' internal steps (messages,
+applying commits) at once, in a fixed order, so followers lag only when
+told to (--control's LAG). What is not reproducible is what the wall
+clock and the processes decide: the order in which clients' requests
+arrive, when sessions expire, when a member process dies or registers,
+and so which member leads after a failover.
 
 --control HOST:PORT serves a control API over HTTP, in the URL scheme of
 ZooKeeper's test controller: /command/VERB[/PARAMETER] with the verbs
 PING, CLOSECONNECTION, EXPIRESESSION, REJECTCONNECTIONS, ADDDELAY,
 FAILREQUESTS, NORESPONSE and RESET, and zklab's LOSEREPLY/SESSION[/OP],
 DROPREQUEST/SESSION[/OP], PARTITION/SESSION/MS, RESTART[/MS] and SESSIONS;
-answers are JSON.
+answers are JSON. With --servers N it takes the ensemble's faults, named
+as scenario files name them (lag, crash-server, ...; the dash may be
+left out), each the simulator's own: LAG/sN[/MS], CRASHSERVER/sN[/MS],
+RESTARTSERVER/sN, PARTITIONSERVER/sN[/MS], ISOLATELEADER[/MS],
+KILLLEADER[/MS], LOSEQUORUM[/MS], RESTART[/MS] (every member), HEAL (or
+RESET: every server fault ends), SERVERS (or /servers: each member's
+mode, last zxid, connections and faults), and EXPIRESESSION (the
+leader's), CLOSECONNECTION and SESSIONS; without MS a fault lasts until
+HEAL. The one server's other verbs are refused there.
 
 --oracle HOST:PORT cross-checks: every request is also sent, in the same
 order, to a fresh real ZooKeeper that nothing else uses, and each
@@ -218,15 +235,23 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		}
 		// The ensemble lives in memory: nothing below has an ensemble
 		// counterpart yet, and a flag silently not honoured would mislead.
-		for _, name := range []string{"history", "oracle", "control", "data-dir", "fsync", "snap-count"} {
+		for _, name := range []string{"history", "oracle", "data-dir", "fsync", "snap-count"} {
 			if set[name] {
 				return usagef("--%s: not supported with a simulated ensemble", name)
 			}
 		}
+		if set["control"] && !set["servers"] {
+			// A member's process forwards its clients to a detached host
+			// that holds the ensemble; killing and starting the member
+			// processes is how a harness crashes and restarts a member
+			// there, and a control API in the host would crash members
+			// whose processes still run.
+			return usagef("--control: with a zoo.cfg's server.N lines each member is a process of its own, crashed by killing it; serve the ensemble from one process (--servers 3 or 5) to inject its faults through --control")
+		}
 		if set["servers"] && cfg.dataDir != "" {
 			return usagef("%s: dataDir: zklab serve --servers keeps its ensemble in memory only (a zoo.cfg with server.N lines runs one member per process)", *zooCfg)
 		}
-		return serveEnsembleMode(cfg, s, *servers, *hostDir, args, stdout, stderr)
+		return serveEnsembleMode(cfg, s, *servers, *hostDir, *controlAddr, args, stdout, stderr)
 	}
 	s.warnings = stderr
 	s.oracle, s.oracleReport = *oracleAddr, stderr
@@ -294,6 +319,9 @@ type serveSettings struct {
 	// "" for none; its differences go to oracleReport.
 	oracle       string
 	oracleReport io.Writer
+	// ensemble is a simulated ensemble's configuration beyond sim's
+	// (server.N lines, reconfigEnabled).
+	ensemble sim.EnsembleConfig
 }
 
 func newServeSettings(cfg zooConfig, listen string, extendedTypes bool) (serveSettings, error) {
@@ -343,6 +371,7 @@ func newServeSettings(cfg zooConfig, listen string, extendedTypes bool) (serveSe
 		syncJournal:     cfg.forceSync != "no",
 		snapCount:       cfg.snapCount,
 		snapRetainCount: retain,
+		ensemble:        cfg.ensembleConfig(),
 		conf: wire.FourLetterConf{
 			ClientPort: port, DataDir: cfg.dataDir, TickTimeMs: tick, MaxClientCnxns: maxCnxns,
 			MinSessionTimeoutMs: minMs, MaxSessionTimeoutMs: maxMs,

@@ -289,6 +289,8 @@ func TestServeEnsembleBadInput(t *testing.T) {
 		{[]string{"serve", "--servers", "4"}, "--servers 4: the simulated ensembles have 3 or 5 servers"},
 		{[]string{"serve", "--servers", "3", "--zoo-cfg", badMyID}, "--servers: the zoo.cfg " + badMyID + " lists its servers (line 2)"},
 		{[]string{"serve", "--servers", "3", "--history", filepath.Join(dir, "h")}, "--history: not supported with a simulated ensemble"},
+		{[]string{"serve", "--zoo-cfg", badMyID, "--control", "127.0.0.1:0"}, "--control: with a zoo.cfg's server.N lines each member is a process of its own"},
+		{[]string{"serve", "--servers", "3", "--listen", "127.0.0.1:0", "--control", "nowhere"}, "--control nowhere"},
 	} {
 		code, _, errOut := zklab(t, tc.args...)
 		if code != 2 {

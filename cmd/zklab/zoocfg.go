@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/zklab/zklab/sim"
 )
 
 // zooConfig is what `zklab serve` takes from a zoo.cfg: the settings of a
@@ -50,6 +52,11 @@ type zooConfig struct {
 	// servers are the server.N lines, in the order of their lines: an
 	// ensemble's members (zklab serve simulates one, serve_ensemble.go).
 	servers []zooServer
+	// reconfigEnabled is reconfigEnabled (default false): a simulated
+	// ensemble then takes reconfig; standaloneDisabled is
+	// standaloneEnabled=false, which lets a reconfig leave one voter.
+	reconfigEnabled    bool
+	standaloneDisabled bool
 }
 
 // zooServer is one server.N line of a zoo.cfg:
@@ -100,9 +107,7 @@ var ignoredZooKeys = []string{
 	"metricsProvider.exportJvmInfo",
 	"metricsProvider.httpPort",
 	"preAllocSize",
-	"reconfigEnabled",
 	"serverCnxnFactory",
-	"standaloneEnabled",
 	"syncEnabled",
 	"syncLimit",
 }
@@ -259,6 +264,16 @@ func (cfg *zooConfig) set(key, value string) error {
 		words, err := parseFourLetterWords(value)
 		cfg.fourLetterWords = words
 		return err
+	case "reconfigEnabled", "standaloneEnabled":
+		// QuorumPeerConfig reads both with Boolean.parseBoolean: "true"
+		// in any case is true, anything else false.
+		on := strings.EqualFold(value, "true")
+		if key == "reconfigEnabled" {
+			cfg.reconfigEnabled = on
+		} else {
+			cfg.standaloneDisabled = !on
+		}
+		return nil
 	case superDigestKey:
 		if err := checkSuperDigest(value); err != nil {
 			return fmt.Errorf("%s: %v", key, err)
@@ -269,7 +284,7 @@ func (cfg *zooConfig) set(key, value string) error {
 	if slices.Contains(ignoredZooKeys, key) || isIndexedKey(key, "authProvider.") {
 		return nil
 	}
-	return fmt.Errorf("unknown key %q (zklab serve reads clientPort, clientPortAddress, tickTime, minSessionTimeout, maxSessionTimeout, maxClientCnxns, 4lw.commands.whitelist, dataDir, forceSync, snapCount, autopurge.snapRetainCount, autopurge.purgeInterval, %s, and ignores %s, authProvider.N)",
+	return fmt.Errorf("unknown key %q (zklab serve reads clientPort, clientPortAddress, tickTime, minSessionTimeout, maxSessionTimeout, maxClientCnxns, 4lw.commands.whitelist, dataDir, forceSync, snapCount, autopurge.snapRetainCount, autopurge.purgeInterval, reconfigEnabled, standaloneEnabled, %s, and ignores %s, authProvider.N)",
 		key, superDigestKey, strings.Join(ignoredZooKeys, ", "))
 }
 
@@ -377,4 +392,25 @@ func checkSuperDigest(value string) error {
 		return fmt.Errorf("%q: %q is not the base64 of a SHA-1 of %q (28 characters; `zklab serve --help` shows how to make one)", value, hash, user+":password")
 	}
 	return nil
+}
+
+// ensembleConfig is the simulated ensemble's configuration the zoo.cfg
+// gives: its server.N lines (nil without them: zklab serve --servers
+// gives the simulator's defaults), reconfigEnabled and standaloneEnabled.
+func (cfg zooConfig) ensembleConfig() sim.EnsembleConfig {
+	ec := sim.EnsembleConfig{ReconfigEnabled: cfg.reconfigEnabled, StandaloneDisabled: cfg.standaloneDisabled}
+	for _, z := range cfg.servers {
+		ec.Servers = append(ec.Servers, sim.EnsembleServer{ID: z.id, Host: z.host, QuorumPort: z.quorumPort, ElectionPort: z.electPort,
+			ClientAddr: clientAddrOf(z), ClientPort: z.clientPort})
+	}
+	return ec
+}
+
+// clientAddrOf is a server line's client address as QuorumServer keeps
+// it: 0.0.0.0 when the line gives a client port alone.
+func clientAddrOf(z zooServer) string {
+	if z.clientPort != 0 && z.clientAddress == "" {
+		return "0.0.0.0"
+	}
+	return z.clientAddress
 }

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/zklab/zklab/sim"
 )
 
 func TestZooConfigReadsWhatClientsSee(t *testing.T) {
@@ -35,7 +37,7 @@ maxClientCnxns=0
 		clientPort: 21810, clientPortSet: true, clientPortAddress: "127.0.0.1",
 		tickTimeMs: 500, minSessionTimeoutMs: 1000, maxSessionTimeoutMs: -1,
 		maxClientCnxns: 0, maxClientCnxnsSet: true, fourLetterWords: []string{"*"},
-		dataDir: "/tmp/zk/srv1",
+		dataDir: "/tmp/zk/srv1", reconfigEnabled: true,
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("got %+v\nwant %+v", cfg, want)
@@ -156,5 +158,32 @@ func TestZooConfigMissingFile(t *testing.T) {
 	_, err := readZooConfig(filepath.Join(t.TempDir(), "nope.cfg"))
 	if err == nil || !strings.Contains(err.Error(), "nope.cfg") {
 		t.Fatalf("error %v does not name the file", err)
+	}
+}
+
+// reconfigEnabled and standaloneEnabled reach the simulated ensemble's
+// configuration, with the server.N lines, as QuorumPeerConfig reads them
+// (Boolean.parseBoolean: "true" in any case, anything else false).
+func TestZooConfigEnsembleConfig(t *testing.T) {
+	text := "reconfigEnabled=TRUE\nstandaloneEnabled=false\n" +
+		"server.1=127.0.0.1:2888:3888\nserver.2=127.0.0.2:2889:3889:participant;2182\nserver.3=127.0.0.3:2890:3890;127.0.0.3:2183\n"
+	cfg, err := parseZooConfig("zoo.cfg", strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sim.EnsembleConfig{ReconfigEnabled: true, StandaloneDisabled: true, Servers: []sim.EnsembleServer{
+		{ID: 1, Host: "127.0.0.1", QuorumPort: 2888, ElectionPort: 3888},
+		{ID: 2, Host: "127.0.0.2", QuorumPort: 2889, ElectionPort: 3889, ClientAddr: "0.0.0.0", ClientPort: 2182},
+		{ID: 3, Host: "127.0.0.3", QuorumPort: 2890, ElectionPort: 3890, ClientAddr: "127.0.0.3", ClientPort: 2183},
+	}}
+	if got := cfg.ensembleConfig(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+	cfg, err = parseZooConfig("zoo.cfg", strings.NewReader("reconfigEnabled=yes\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.ensembleConfig(); got.ReconfigEnabled || got.StandaloneDisabled || got.Servers != nil {
+		t.Fatalf("reconfigEnabled=yes: %+v, want reconfig off, standalone on, no servers", got)
 	}
 }

@@ -196,7 +196,7 @@ func decodeBody(d *decoder, req *sim.Request, inMulti bool) {
 	case sim.OpReconfig:
 		req.JoiningServers = d.string("joiningServers")
 		req.LeavingServers = d.string("leavingServers")
-		req.NewMembers = d.string("newMembers")
+		req.NewMembers, req.NewMembersNull = d.nullableString("newMembers")
 		req.CurConfigID = d.int64("curConfigId")
 	case sim.OpCheckWatches, sim.OpRemoveWatches:
 		req.Path = d.string("path")
@@ -307,7 +307,11 @@ func encodeBody(e *encoder, req *sim.Request) {
 	case sim.OpReconfig:
 		e.string(req.JoiningServers)
 		e.string(req.LeavingServers)
-		e.string(req.NewMembers)
+		if req.NewMembersNull {
+			e.int32(-1)
+		} else {
+			e.string(req.NewMembers)
+		}
 		e.int64(req.CurConfigID)
 	case sim.OpCheckWatches, sim.OpRemoveWatches:
 		e.string(req.Path)

@@ -26,6 +26,11 @@ type EnsembleConfig struct {
 	// ElectionDelay is how long a leader election takes once a quorum
 	// can elect; 0 means sim.ElectionMinMs.
 	ElectionDelay time.Duration
+	// Restarted, if set, is called (on a goroutine of its own) after a
+	// member crashed by a fault (CrashServer, KillLeader, LoseQuorum,
+	// RestartAll) restarts, for its listener to be opened again and
+	// served with ServeMember: a crash closed the old one.
+	Restarted func(member int)
 }
 
 // An EnsembleServer serves the ZooKeeper client protocol for every member
@@ -58,6 +63,7 @@ type EnsembleServer struct {
 	electing bool
 	election *time.Timer
 	steps    []sim.EnsembleStep
+	faults   ensembleFaults
 
 	wg sync.WaitGroup
 }
@@ -95,12 +101,21 @@ func NewEnsemble(ens *sim.Ensemble, cfg EnsembleConfig) *EnsembleServer {
 func (s *EnsembleServer) Servers() int { return len(s.members) }
 
 // ServeMember accepts connections on l for member i (1-based) until l
-// fails, the member crashes or the server closes (ErrServerClosed).
+// fails, the member crashes (ErrMemberCrashed) or the server closes
+// (ErrServerClosed). A member that is down does not take l: it closes it
+// and returns ErrMemberCrashed.
 func (s *EnsembleServer) ServeMember(i int, l net.Listener) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return ErrServerClosed
+	}
+	if !s.ens.Up(i) {
+		// Crashed again before its listener came back: the port stays
+		// closed.
+		s.mu.Unlock()
+		l.Close()
+		return ErrMemberCrashed
 	}
 	m := s.members[i-1]
 	m.listeners[l] = struct{}{}
@@ -113,6 +128,9 @@ func (s *EnsembleServer) ServeMember(i int, l net.Listener) error {
 	return acceptLoop(l, func(nc net.Conn) { s.serveConn(i, nc) }, &s.mu, func() error {
 		if s.closed {
 			return ErrServerClosed
+		}
+		if _, open := m.listeners[l]; !open {
+			return ErrMemberCrashed
 		}
 		return nil
 	})
@@ -162,6 +180,13 @@ func (s *EnsembleServer) Crash(i int) {
 	}
 	nowMs := s.nowMs()
 	s.advanceLocked(nowMs)
+	s.crashLocked(i)
+	s.settleLocked(nowMs)
+	s.rearmLocked(nowMs)
+}
+
+// crashLocked crashes member i, which runs.
+func (s *EnsembleServer) crashLocked(i int) {
 	s.ens.Crash(i)
 	for _, c := range s.conns {
 		if c.member == i {
@@ -171,9 +196,8 @@ func (s *EnsembleServer) Crash(i int) {
 	}
 	for l := range s.members[i-1].listeners {
 		l.Close()
+		delete(s.members[i-1].listeners, l)
 	}
-	s.settleLocked(nowMs)
-	s.rearmLocked(nowMs)
 }
 
 // Restart starts member i's process again with what it had logged
@@ -186,12 +210,17 @@ func (s *EnsembleServer) Restart(i int) {
 	}
 	nowMs := s.nowMs()
 	s.advanceLocked(nowMs)
+	s.restartLocked(nowMs, i)
+	s.settleLocked(nowMs)
+	s.rearmLocked(nowMs)
+}
+
+// restartLocked restarts member i, which is down.
+func (s *EnsembleServer) restartLocked(nowMs int64, i int) {
 	s.ens.Restart(nowMs, i)
 	m := s.members[i-1]
 	m.stats = counters{latencyMinMs: math.MaxInt64}
 	m.started = time.Now()
-	s.settleLocked(nowMs)
-	s.rearmLocked(nowMs)
 }
 
 // Up reports whether member i runs.
@@ -511,13 +540,7 @@ func (v ensembleMember) Conns() []ConnInfo {
 		if c.member != v.i {
 			continue
 		}
-		minMs, avgMs, maxMs := c.stats.latencies()
-		infos = append(infos, ConnInfo{
-			ID: c.id, Remote: c.remote, Session: c.session, TimeoutMs: c.timeoutMs, Opened: c.opened,
-			Queued: c.queued, Received: c.stats.received, Sent: c.stats.sent, Outstanding: len(c.pending),
-			LastOp: c.stats.lastOp, LastCxid: c.stats.lastCxid, LastZxid: c.stats.lastZxid, LastReply: c.stats.lastReply,
-			LastLatencyMs: c.stats.lastLatencyMs, MinLatencyMs: minMs, AvgLatencyMs: avgMs, MaxLatencyMs: maxMs,
-		})
+		infos = append(infos, c.infoLocked())
 	}
 	slices.SortFunc(infos, func(a, b ConnInfo) int { return int(a.ID - b.ID) })
 	return infos

@@ -188,6 +188,17 @@ func (d *decoder) string(field string) string {
 	return s
 }
 
+// nullableString reads a ustring and whether it was null.
+func (d *decoder) nullableString(field string) (string, bool) {
+	n, null := d.length(field, 1)
+	if d.err != nil || null {
+		return "", null
+	}
+	s := string(d.b[d.off : d.off+n])
+	d.off += n
+	return s, false
+}
+
 func (d *decoder) strings(field string) []string {
 	n, null := d.length(field, 4)
 	if d.err != nil || null {

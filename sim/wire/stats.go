@@ -104,14 +104,19 @@ func (c *connCounters) reply(latencyMs, zxid int64, at time.Time) {
 	c.lastReply = at
 }
 
+// info fills in what the counters know of a connection described by
+// the rest of info (a served connection's or an ensemble member's).
+func (c *connCounters) info(info ConnInfo) ConnInfo {
+	info.MinLatencyMs, info.AvgLatencyMs, info.MaxLatencyMs = c.latencies()
+	info.Received, info.Sent = c.received, c.sent
+	info.LastOp, info.LastCxid, info.LastZxid, info.LastReply = c.lastOp, c.lastCxid, c.lastZxid, c.lastReply
+	info.LastLatencyMs = c.lastLatencyMs
+	return info
+}
+
 func (c *conn) infoLocked() ConnInfo {
-	minMs, avgMs, maxMs := c.stats.latencies()
-	return ConnInfo{
-		ID: c.id, Remote: c.remote, Session: c.session, TimeoutMs: c.timeoutMs, Opened: c.opened,
-		Queued: c.queued, Received: c.stats.received, Sent: c.stats.sent, Outstanding: len(c.pending),
-		LastOp: c.stats.lastOp, LastCxid: c.stats.lastCxid, LastZxid: c.stats.lastZxid, LastReply: c.stats.lastReply,
-		LastLatencyMs: c.stats.lastLatencyMs, MinLatencyMs: minMs, AvgLatencyMs: avgMs, MaxLatencyMs: maxMs,
-	}
+	return c.stats.info(ConnInfo{ID: c.id, Remote: c.remote, Session: c.session, TimeoutMs: c.timeoutMs, Opened: c.opened,
+		Queued: c.queued, Outstanding: len(c.pending)})
 }
 
 // Conns returns the open connections, in the order they were opened.

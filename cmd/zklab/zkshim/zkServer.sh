@@ -9,8 +9,10 @@
 # harness that kills the script kills the server. $ZKLAB names the zklab
 # binary (default: zklab on PATH). Of the JVM flags a harness passes in
 # SERVER_JVMFLAGS or JVMFLAGS, -Dzookeeper.extendedTypesEnabled=true
-# becomes --extended-types; the rest (superDigest, emulate353TTLNodes,
-# log settings) have no zklab counterpart and are ignored. Only
+# becomes --extended-types and
+# -Dzookeeper.DigestAuthenticationProvider.superDigest=D becomes
+# --super-digest D; the rest (emulate353TTLNodes, log settings, the
+# JVM's own) have no zklab counterpart and are ignored. Only
 # start-foreground is supported: zklab serve keeps no pid file, so start,
 # stop, status and restart would mean nothing. With the zoo.cfg's dataDir,
 # zklab serve keeps its journal there, and a server started again on it
@@ -31,9 +33,14 @@ if [ "$#" -ne 1 ]; then
 fi
 cfg=$1
 extended=
+super=
 for flag in ${SERVER_JVMFLAGS:-} ${JVMFLAGS:-}; do
 	case "$flag" in
 	-Dzookeeper.extendedTypesEnabled=true) extended=--extended-types ;;
+	-Dzookeeper.DigestAuthenticationProvider.superDigest=*) super=${flag#*=} ;;
 	esac
 done
+if [ -n "$super" ]; then
+	exec "${ZKLAB:-zklab}" serve --zoo-cfg "$cfg" --super-digest "$super" $extended
+fi
 exec "${ZKLAB:-zklab}" serve --zoo-cfg "$cfg" $extended

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -84,6 +85,7 @@ type Member struct {
 	Proxy *Proxy // client traffic, for clients that dial with Ensemble.Dialer
 
 	dir, cfg string
+	jvmFlags []string // its SERVER_JVMFLAGS
 	mu       sync.Mutex
 	srv      *Server // the running process, nil while stopped
 }
@@ -95,11 +97,35 @@ type Member struct {
 // still starts its own servers: the named server is one, not an ensemble.
 func StartEnsemble(t testing.TB, n int) *Ensemble {
 	t.Helper()
+	return StartEnsembleWith(t, n, EnsembleOptions{})
+}
+
+// EnsembleOptions are what an ensemble's servers get beyond the
+// configuration above.
+type EnsembleOptions struct {
+	// Config holds zoo.cfg lines each server's configuration ends with
+	// (reconfigEnabled=true, say).
+	Config []string
+	// JVMFlags are SERVER_JVMFLAGS each server gets after the ones above
+	// (-Dzookeeper.DigestAuthenticationProvider.superDigest=..., say).
+	JVMFlags []string
+	// DirectPeers names each server by its own address in every server's
+	// server.N lines, without the peer links Lag holds (Lag is then
+	// unavailable): with reconfigEnabled=true, the leader hands its own
+	// server.N lines to its followers as the dynamic configuration, and a
+	// follower given the leader's names for the links would take another
+	// server's link address for its own.
+	DirectPeers bool
+}
+
+// StartEnsembleWith is StartEnsemble with opts.
+func StartEnsembleWith(t testing.TB, n int, opts EnsembleOptions) *Ensemble {
+	t.Helper()
 	if n != 3 && n != 5 {
 		t.Fatalf("zktest: an ensemble of %d servers: want 3 or 5", n)
 	}
 	requireInstall(t)
-	e, err := startEnsembleAttempts(t, t.TempDir(), n)
+	e, err := startEnsembleAttempts(t, t.TempDir(), n, opts)
 	if err != nil {
 		t.Fatalf("zktest: %v", err)
 	}
@@ -128,7 +154,7 @@ func SharedEnsemble(t testing.TB) *Ensemble {
 		if sharedEnsemble.err != nil {
 			return
 		}
-		sharedEnsemble.e, sharedEnsemble.err = startEnsembleAttempts(nil, sharedEnsemble.dir, 3)
+		sharedEnsemble.e, sharedEnsemble.err = startEnsembleAttempts(nil, sharedEnsemble.dir, 3, EnsembleOptions{})
 	})
 	if sharedEnsemble.err != nil {
 		t.Fatalf("zktest: the shared ensemble: %v", sharedEnsemble.err)
@@ -149,10 +175,10 @@ func stopSharedEnsemble() {
 // startEnsembleAttempts starts n servers under dir, trying again (in a
 // fresh directory, on fresh ports) when a start fails. t is the test the
 // ensemble belongs to, nil for the shared one.
-func startEnsembleAttempts(t testing.TB, dir string, n int) (*Ensemble, error) {
+func startEnsembleAttempts(t testing.TB, dir string, n int, opts EnsembleOptions) (*Ensemble, error) {
 	var errs []error
 	for attempt := range startAttemptsMax {
-		e, err := startEnsemble(t, filepath.Join(dir, fmt.Sprintf("ensemble%d", attempt)), n)
+		e, err := startEnsemble(t, filepath.Join(dir, fmt.Sprintf("ensemble%d", attempt)), n, opts)
 		if err == nil {
 			return e, nil
 		}
@@ -163,8 +189,9 @@ func startEnsembleAttempts(t testing.TB, dir string, n int) (*Ensemble, error) {
 
 // startEnsemble starts n servers under dir; on an error every process it
 // started is stopped. The caller closes the ensemble.
-func startEnsemble(t testing.TB, dir string, n int) (_ *Ensemble, err error) {
+func startEnsemble(t testing.TB, dir string, n int, opts EnsembleOptions) (_ *Ensemble, err error) {
 	e := &Ensemble{t: t, dir: dir}
+	jvmFlags := append(slices.Clone(ensembleJVMFlags), opts.JVMFlags...)
 	defer func() {
 		if err != nil {
 			e.close()
@@ -184,7 +211,7 @@ func startEnsemble(t testing.TB, dir string, n int) (_ *Ensemble, err error) {
 	}
 	// Server i names itself by its own address and server j by its link
 	// to j (ensemble_peers.go), which Lag can hold.
-	for from := 1; from <= n; from++ {
+	for from := 1; from <= n && !opts.DirectPeers; from++ {
 		for to := 1; to <= n; to++ {
 			if from == to {
 				continue
@@ -201,12 +228,12 @@ func startEnsemble(t testing.TB, dir string, n int) (_ *Ensemble, err error) {
 		var servers []string
 		for j := range n {
 			host := ensembleHost(j + 1)
-			if j != i {
+			if j != i && !opts.DirectPeers {
 				host = peerHost(id, j+1)
 			}
 			servers = append(servers, fmt.Sprintf("server.%d=%s:%d:%d", j+1, host, all[j].quorum, all[j].election))
 		}
-		m := &Member{ID: id, Addr: net.JoinHostPort(ensembleHost(id), fmt.Sprint(all[i].client)), dir: filepath.Join(dir, fmt.Sprintf("s%d", id))}
+		m := &Member{ID: id, Addr: net.JoinHostPort(ensembleHost(id), fmt.Sprint(all[i].client)), dir: filepath.Join(dir, fmt.Sprintf("s%d", id)), jvmFlags: jvmFlags}
 		data := filepath.Join(m.dir, "data")
 		if err := os.MkdirAll(data, 0o755); err != nil {
 			return nil, err
@@ -227,6 +254,7 @@ func startEnsemble(t testing.TB, dir string, n int) (_ *Ensemble, err error) {
 			"4lw.commands.whitelist=*",
 			"admin.enableServer=false",
 		}, servers...)
+		config = append(config, opts.Config...)
 		m.cfg = filepath.Join(m.dir, "zoo.cfg")
 		if err := os.WriteFile(m.cfg, []byte(strings.Join(config, "\n")+"\n"), 0o644); err != nil {
 			return nil, err
@@ -533,7 +561,7 @@ func (m *Member) launch() error {
 	s := &Server{Addr: m.Addr, dir: m.dir, exit: make(chan struct{})}
 	s.cmd = exec.Command(ZkServerScript, "start-foreground", m.cfg)
 	s.cmd.Dir = m.dir
-	s.cmd.Env = append(os.Environ(), "ZOO_LOG_DIR="+m.dir, "SERVER_JVMFLAGS="+strings.Join(ensembleJVMFlags, " "))
+	s.cmd.Env = append(os.Environ(), "ZOO_LOG_DIR="+m.dir, "SERVER_JVMFLAGS="+strings.Join(m.jvmFlags, " "))
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	// As in startOnce: its own process group, killed with the test binary.
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -175,6 +175,7 @@ func (l *peerLink) close() {
 // quorum stays well under that. It returns at once.
 func (e *Ensemble) Lag(id int, d time.Duration) {
 	e.Member(id) // fails the test for a server the ensemble does not have
+	e.requirePeerLinks()
 	for _, l := range e.links {
 		if l.from == id || l.to == id {
 			l.quorum.hold(d)
@@ -189,6 +190,7 @@ func (e *Ensemble) Lag(id int, d time.Duration) {
 // lasts).
 func (e *Ensemble) CutPeers(id int) {
 	e.Member(id) // fails the test for a server the ensemble does not have
+	e.requirePeerLinks()
 	for _, l := range e.links {
 		if l.from == id || l.to == id {
 			l.quorum.cut()
@@ -224,5 +226,13 @@ func (p peerPair) close() {
 	}
 	if p.election != nil {
 		p.election.close()
+	}
+}
+
+// requirePeerLinks panics on an ensemble without peer links
+// (EnsembleOptions.DirectPeers), where Lag and CutPeers could do nothing.
+func (e *Ensemble) requirePeerLinks() {
+	if len(e.links) == 0 {
+		panic("zktest: the ensemble was started with DirectPeers: it has no peer links to hold or cut")
 	}
 }
