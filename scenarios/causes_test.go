@@ -279,3 +279,18 @@ func TestNodelessLeasesAreHoldersEach(t *testing.T) {
 		t.Errorf("zk-holders %s %s, want c1 and c2 to hold", zk.Outcome, zk.Detail)
 	}
 }
+
+// TestLeaseJudgedOnItsOwnNodeOfAReusedPath: a lease is judged on the
+// node its token names. exclusive-lock makes one path again and again; a
+// holder paused past its session returns, on waking, the lease of its own
+// node, which the server deleted with the session, while another client
+// holds the path's next node. That lease is empty, not a second holder of
+// the other client's node (the file's expectations: lock-linearizable and
+// zk-holders pass, split-brain fails).
+func TestLeaseJudgedOnItsOwnNodeOfAReusedPath(t *testing.T) {
+	res := replayQueueScenario(t, "testdata/causes/reused-path-after-expiry.scenario")
+	sb := res.Verdict.Check(scenarios.CheckSplitBrain)
+	if want := "c2 (token 0x100000007, session 0x39b76daa8000001, node /zklab/lock/lock, from step 204)"; !strings.Contains(sb.Detail, want) {
+		t.Errorf("split-brain lacks %q:\n%s", want, sb.Detail)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/zklab/zklab/sim"
 )
@@ -542,6 +543,17 @@ type phaseFault struct {
 	sim.Fault
 	Phase string
 	Nth   int
+	// OnClientFollower aims a fault that names a server (lag, ...) at
+	// the server Client is connected to when the fault strikes, if that
+	// server is a follower; otherwise it strikes nowhere.
+	OnClientFollower bool
+	// PastExpiry, when set, makes the fault last until PastExpiry after
+	// the session (of timeout SessionTimeout) would expire if it was last
+	// heard from when the fault strikes, plus Duration: the leader's
+	// tracker expires it at the tick boundary after that time plus the
+	// timeout (ZooKeeper's ExpiryQueue.roundToNextInterval, which sim's
+	// touch follows).
+	PastExpiry, SessionTimeout time.Duration
 }
 
 // trigger is a phaseFault under way in a run.
@@ -581,6 +593,17 @@ func (r *coverageRecorder) check(i int) {
 		}
 		t.fired = true
 		f := sim.ScheduledFault{AtStep: r.w.StepCount() + 1, Fault: t.Fault}
+		if t.OnClientFollower {
+			f.Server = r.w.Clients()[i-1].ServerNumber()
+			if f.Server == 0 || f.Server == r.w.Leader() {
+				continue // no follower of the client's to strike
+			}
+		}
+		if t.PastExpiry > 0 {
+			now := r.w.Now()
+			expiry := (now+t.SessionTimeout)/expiryTick*expiryTick + expiryTick
+			f.Duration += expiry + t.PastExpiry - now
+		}
 		if !namesClient(f.Kind) {
 			f.Client = 0
 		}

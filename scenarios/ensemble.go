@@ -222,14 +222,23 @@ func (t *serverTree) ensembleEvent(e sim.Event) {
 	// creates and deletes of their prefixes: equal counts, whichever
 	// members, mean the same nodes.
 	unmoved := s.TreeChanges() == t.treeChanges && !t.rescan
-	t.server, t.lastZxid, t.treeChanges = s, s.LastZxid(), s.TreeChanges()
+	// By the same count, a tree further along the log than the last one
+	// looked at, whose changes since were all deletes (the nodes it lost
+	// are its changes: no node was created), has no node the last look did
+	// not find: its directories need no scan, only its lives a look. Half
+	// the changes of a lock's life are deletes.
+	changes := int64(s.TreeChanges() - t.treeChanges)
+	onlyDeletes := s.TreeChanges() > t.treeChanges && changes == int64(t.nodeCount-s.NodeCount()) && !t.rescan
+	t.server, t.lastZxid, t.treeChanges, t.nodeCount = s, s.LastZxid(), s.TreeChanges(), s.NodeCount()
 	if unmoved {
 		return
 	}
 	t.rescan = false
 	w := sim.Event{Step: e.Step, Op: "commit"}
-	for _, dir := range t.dirPaths() {
-		t.scanDir(dir, w, before)
+	if !onlyDeletes {
+		for _, dir := range t.dirPaths() {
+			t.scanDir(dir, w, before)
+		}
 	}
 	for _, p := range t.livePaths() {
 		t.recheck(p, e.Step, "commit", 0)
@@ -251,19 +260,10 @@ func (o *observer) followEnsemble(w *sim.World) {
 }
 
 // committedView is the ensemble's committed view as the checks see it:
-// the member that has applied the most. Every member applies a prefix of
-// the committed log (sim asserts it), so the longest prefix is the
-// newest committed state anyone has applied; the leader's own may lag
-// behind a quorum of followers that already applied a commit (a lag
-// fault on the leader), and sim.World.Server follows the leader.
-func committedView(w *sim.World) func() *sim.Server {
-	return func() *sim.Server {
-		best := w.Member(1)
-		for i := 2; i <= w.Servers(); i++ {
-			if m := w.Member(i); m.LastZxid() > best.LastZxid() {
-				best = m
-			}
-		}
-		return best
-	}
-}
+// the member that has applied the most (sim.World.MostApplied). Every
+// member applies a prefix of the committed log (sim asserts it), so the
+// longest prefix is the newest committed state anyone has applied; the
+// leader's own may lag behind a quorum of followers that already applied
+// a commit (a lag fault on the leader), and sim.World.Server follows the
+// leader.
+func committedView(w *sim.World) func() *sim.Server { return w.MostApplied }

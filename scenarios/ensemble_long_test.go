@@ -7,14 +7,13 @@ import (
 	"time"
 
 	"github.com/zklab/zklab/recipes"
-	"github.com/zklab/zklab/sim"
 )
 
 // TestEnsembleLong is outside make test (ZKLAB_ENSEMBLE_LONG=1): on 3
 // servers with every fault kind, each correct recipe over
 // ZKLAB_LONG_RUNS explored schedules (default 2,000; issue 13 asks for
-// 100,000), and stale-resume-lock's time to its first violation over 5
-// seeds with the faults that open its window, with the shrunk size.
+// 100,000), and stale-resume-lock's time to its first violation and to
+// its shrunk file over 15 seeds, with the shrunk size.
 // Figures go to the test log (go test -v).
 func TestEnsembleLong(t *testing.T) {
 	if os.Getenv("ZKLAB_ENSEMBLE_LONG") == "" {
@@ -26,11 +25,16 @@ func TestEnsembleLong(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var times []time.Duration
+	// stale-resume-lock with its shape (flaw_shapes_test.go) and every
+	// fault kind, as 'zklab explore --recipe stale-resume-lock --servers 3
+	// --hold 10s --clients 2 --seed N --parallel 1' explores it.
+	var times, shrunk []time.Duration
 	var sizes []int
-	for seed := uint64(1); seed <= 5; seed++ {
-		res, err := Explore(ExploreOptions{Recipe: "stale-resume-lock", Servers: []int{3}, Faults: []sim.FaultKind{sim.FaultPause, sim.FaultLag},
-			Runs: 20000, Seed: seed, Dir: t.TempDir(), ShrinkTime: 10 * time.Second})
+	const seeds = 15
+	for seed := uint64(1); seed <= seeds; seed++ {
+		start := time.Now()
+		res, err := Explore(shapeFor("stale-resume-lock", ExploreOptions{Recipe: "stale-resume-lock", Servers: []int{3},
+			Runs: 20000, Seed: seed, Parallel: 1, Dir: t.TempDir(), ShrinkTime: 10 * time.Second}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,14 +49,17 @@ func TestEnsembleLong(t *testing.T) {
 			continue
 		}
 		times = append(times, res.ToFailure)
+		shrunk = append(shrunk, time.Since(start))
 		sizes = append(sizes, len(res.Failure.Scenario.Faults))
-		t.Logf("stale-resume-lock seed %d: %s after %d runs (%v); shrunk to %d faults, %d scheduling decisions", seed,
-			res.Failure.Verdict.Violations(nil)[0].Name, res.Runs, res.ToFailure.Round(time.Millisecond), len(res.Failure.Scenario.Faults), len(res.Failure.Scenario.Schedule))
+		t.Logf("stale-resume-lock seed %d: %s after %d runs (%v, shrunk file after %v); shrunk to %d faults, %d scheduling decisions", seed,
+			res.Failure.Verdict.Violations(nil)[0].Name, res.Runs, res.ToFailure.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), len(res.Failure.Scenario.Faults), len(res.Failure.Scenario.Schedule))
 	}
 	if len(times) > 0 {
 		slices.Sort(times)
+		slices.Sort(shrunk)
 		slices.Sort(sizes)
-		t.Logf("stale-resume-lock on 3 servers: found %d/5, median %v to the first violation, median %d faults shrunk", len(times), times[len(times)/2], sizes[len(sizes)/2])
+		t.Logf("stale-resume-lock on 3 servers: found %d/%d, median %v to the first violation (%v to %v), median %v to the shrunk file, median %d faults shrunk",
+			len(times), seeds, times[len(times)/2], times[0], times[len(times)-1], shrunk[len(shrunk)/2], sizes[len(sizes)/2])
 	}
 	for _, r := range recipes.Recipes() {
 		if r.Flawed() {

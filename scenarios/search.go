@@ -294,6 +294,9 @@ func (e *explorer) runDrawn(t *rapid.T, g int) (*Result, bool, error) {
 	if strategy == StrategyPCT {
 		sched = &PCT{Depth: o.Depth, Source: src}
 	}
+	if staleSession(aimed) {
+		sched = &deadlineLast{inner: sched}
+	}
 	r, err := Run(sc, RunOptions{Recipe: o.New, Lock: o.Lock, Strategy: sched, CheckTimeout: o.CheckTimeout, Coverage: true, phaseFaults: aimed, Znodes: o.Znodes, Workload: o.Program, Model: o.Model})
 	src.Rethrow()
 	if err != nil {

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"slices"
+	"time"
 
 	"github.com/zklab/zklab/sim"
 	"pgregory.net/rapid"
@@ -12,8 +13,9 @@ import (
 // priorities with a few change points; directed aims each fault at a
 // phase of a client's (creating its node, holding, ...), those the
 // exploration has seen least struck by that kind most often, and walks
-// the schedule at random. Mix, the default, takes turns: schedule g uses
-// mixOrder[g mod 3].
+// the schedule at random; on an ensemble one of its schedules in
+// staleSessionOdds is a stale session instead (drawStaleSession). Mix,
+// the default, takes turns: schedule g uses mixOrder[g mod 3].
 const (
 	StrategyRandom   = "random"
 	StrategyPCT      = "pct"
@@ -54,7 +56,8 @@ func aimPhases(seen *Coverage, k sim.FaultKind) []string {
 // each a kind, a client, and a phase of that client's it strikes the
 // Nth time the client enters it. Phases are drawn with weights that
 // favour those seen (the coverage of the exploration so far) least
-// struck by the kind.
+// struck by the kind. On an ensemble that may draw lag and pause, one
+// run in staleSessionOdds is a stale session (drawStaleSession).
 func drawAimedFaults(t *rapid.T, o *ExploreOptions, sc *Scenario, seen *Coverage) []phaseFault {
 	if o.MaxFaults == 0 {
 		return nil
@@ -62,6 +65,9 @@ func drawAimedFaults(t *rapid.T, o *ExploreOptions, sc *Scenario, seen *Coverage
 	kinds := faultKindsFor(o, sc)
 	if len(kinds) == 0 {
 		return nil
+	}
+	if staleSessionDrawable(o, sc, kinds) && rapid.IntRange(0, staleSessionOdds-1).Draw(t, "stale_session") == staleSessionOdds-1 {
+		return drawStaleSession(t, sc, seen)
 	}
 	n := rapid.IntRange(1, o.MaxFaults).Draw(t, "faults")
 	restarted := false
@@ -79,28 +85,121 @@ func drawAimedFaults(t *rapid.T, o *ExploreOptions, sc *Scenario, seen *Coverage
 		if lasts(f.Kind) {
 			f.Duration = rapid.SampledFrom(faultDurations).Draw(t, "fault_for")
 		}
-		// Each phase weighs from 1 to aimWeightMax, in inverse proportion
-		// to the faults of the kind that struck it, least struck first:
-		// rapid draws small numbers from a small range about as often as
-		// large ones, and shrinks towards them.
-		phases := aimPhases(seen, f.Kind)
-		struck := func(p string) int { return seen.Faults[f.Kind][p] }
-		slices.SortStableFunc(phases, func(a, b string) int { return struck(a) - struck(b) })
-		var slots []string
-		for _, p := range phases {
-			w := aimWeightMax * (1 + struck(phases[0])) / (1 + struck(p))
-			for range max(1, w) {
-				slots = append(slots, p)
-			}
-		}
-		f.Phase = slots[rapid.IntRange(0, len(slots)-1).Draw(t, "fault_phase")]
-		f.Nth = 1
-		if f.Phase != PhaseConnecting {
-			f.Nth = rapid.IntRange(1, sc.Cycles).Draw(t, "fault_nth")
-		}
+		f.Phase, f.Nth = drawAimedPhase(t, sc, seen, f.Kind)
 		out = append(out, f)
 	}
 	return out
+}
+
+// drawAimedPhase draws the phase a fault of kind k is aimed at, and the
+// time the client enters it that the fault strikes.
+func drawAimedPhase(t *rapid.T, sc *Scenario, seen *Coverage, k sim.FaultKind) (phase string, nth int) {
+	// Each phase weighs from 1 to aimWeightMax, in inverse proportion
+	// to the faults of the kind that struck it, least struck first:
+	// rapid draws small numbers from a small range about as often as
+	// large ones, and shrinks towards them.
+	phases := aimPhases(seen, k)
+	struck := func(p string) int { return seen.Faults[k][p] }
+	slices.SortStableFunc(phases, func(a, b string) int { return struck(a) - struck(b) })
+	var slots []string
+	for _, p := range phases {
+		w := aimWeightMax * (1 + struck(phases[0])) / (1 + struck(p))
+		for range max(1, w) {
+			slots = append(slots, p)
+		}
+	}
+	phase = slots[rapid.IntRange(0, len(slots)-1).Draw(t, "fault_phase")]
+	nth = 1
+	if phase != PhaseConnecting {
+		nth = rapid.IntRange(1, sc.Cycles).Draw(t, "fault_nth")
+	}
+	return phase, nth
+}
+
+// staleSessionOdds: one fault-directed schedule of an ensemble in
+// staleSessionOdds, when lag and pause may both be drawn, is a stale
+// session (drawStaleSession).
+const staleSessionOdds = 2
+
+// staleSessionDrawable reports whether run sc may draw a stale session:
+// it has an ensemble, and both lag and pause are among its kinds.
+func staleSessionDrawable(o *ExploreOptions, sc *Scenario, kinds []sim.FaultKind) bool {
+	return sc.Servers > 1 && o.MaxFaults >= 2 && slices.Contains(kinds, sim.FaultLag) && slices.Contains(kinds, sim.FaultPause)
+}
+
+// drawStaleSession draws a stale session: when a client enters a phase,
+// the follower it is connected to starts to lag and the client's process
+// stops for longer than its session timeout, the lag outlasting the
+// pause. The leader expires the session, deletes its ephemeral nodes
+// and lets the other clients act on it; the lagging follower applies
+// none of it and so keeps the client's connection open (a server closes
+// a session's connections when it applies the session's close). The
+// client wakes on that connection into the view it had when it stopped:
+// its session alive, its nodes there, the others' writes since missing.
+// A recipe that decides on plain reads then decides on a world that is
+// gone (stale-resume-lock resumes a node ZooKeeper deleted); one that
+// syncs first makes the follower catch up, apply the expiry and close
+// the connection. It is the one window ZooKeeper leaves for a decision
+// on a previous session's node: a client that reconnects is revalidated
+// through the leader, and a new session is ordered after the old one's
+// close.
+//
+// Why exploration missed it before (5,542 schedules in a minute on 3
+// servers found nothing; the library's stale-resume-ensemble opens it by
+// hand), each ingredient by itself, measured on runs aimed at it:
+//   - independent draws rarely pair a lag and a pause on one client at
+//     one moment, the lag on that client's own server, a follower (one
+//     of three, and not the leader), the pause past the session and the
+//     lag past the pause;
+//   - the client wakes with its read deadline (two thirds of the session
+//     timeout) long past. That timer is due at once, and a random walk
+//     fired it before the client's next request had its reply in nearly
+//     every run (125 of the 129 runs of a pair aimed at a holder of two
+//     clients that struck a follower): the client gave the connection
+//     up, reconnected, and the leader's revalidation told it its session
+//     had expired. The library
+//     scenario's schedule, shrunk towards the first enabled step, ran
+//     the client's task first. deadlineLast orders the wake that way: the
+//     simulator allows it (the timers of a resumed client are due at
+//     once, in an order the schedule picks), though a real go-zookeeper
+//     client most often sees its deadline first;
+//   - the other clients must still act on the lock when the client wakes:
+//     a pause of a drawn length (15 s, 30 s) ends seconds after the
+//     expiry, when, with explored holds of at most 50 ms, they have
+//     finished their cycles, and there are never two holders. The pause
+//     of a stale session ends instead a drawn moment (1 ms to 1 s) after
+//     the tick the leader expires the session at (PastExpiry);
+//   - the lag must freeze the follower's view while no other client's
+//     node is in it (contending clients nearly always have one there):
+//     aimed at a phase, the pair strikes the Nth time the client enters
+//     it, and a holding entered just after the last holder's release, or
+//     a listing, often finds the next waiter's node not yet applied.
+func drawStaleSession(t *rapid.T, sc *Scenario, seen *Coverage) []phaseFault {
+	timeout := sc.SessionTimeout
+	if timeout <= 0 {
+		timeout = defaultSessionTimeout
+	}
+	client := rapid.IntRange(1, sc.Clients).Draw(t, "fault_client")
+	// The phase is drawn uniformly, not by how often a pause struck it:
+	// the pair looks for a decision taken on a stale view, which the
+	// least struck phases (a recipe's own, entered seldom) rarely hold.
+	phases := slices.DeleteFunc(aimPhases(seen, sim.FaultPause), func(p string) bool { return !connectedPhase(p) })
+	phase := rapid.SampledFrom(phases).Draw(t, "fault_phase")
+	nth := rapid.IntRange(1, sc.Cycles).Draw(t, "fault_nth")
+	// The pause ends a little after the leader expires the session, at
+	// the tick boundary after its timeout counted from the fault (a client
+	// last heard from a tick earlier expires a tick earlier, and wakes
+	// later after it): the client wakes while the others still act on
+	// the expiry, even with holds of milliseconds (a pause of a fixed
+	// length often wakes it into a run the others have finished). The lag
+	// outlasts the pause by a quarter of a timeout or more, so that the
+	// client wakes, reads and decides before the follower catches up.
+	past := time.Duration(rapid.IntRange(1, 1000).Draw(t, "wake_ms")) * time.Millisecond
+	lag := time.Duration(rapid.IntRange(1, 4).Draw(t, "lag_quarters")) * timeout / 4
+	return []phaseFault{
+		{Fault: sim.Fault{Kind: sim.FaultLag, Client: client, Duration: lag}, Phase: phase, Nth: nth, OnClientFollower: true, PastExpiry: past, SessionTimeout: timeout},
+		{Fault: sim.Fault{Kind: sim.FaultPause, Client: client}, Phase: phase, Nth: nth, PastExpiry: past, SessionTimeout: timeout},
+	}
 }
 
 // A Source draws the random choices of a strategy: n > 0 choices, one
@@ -250,4 +349,44 @@ func (p *PCT) Choose(_ *sim.World, enabled []sim.Step) int {
 		}
 	}
 	return best
+}
+
+// connectedPhase reports whether a client in phase p may be connected:
+// a stale session needs the client's connection to a follower.
+func connectedPhase(p string) bool {
+	return p != PhaseConnecting && p != PhaseReconnecting && p != PhaseCrashed
+}
+
+// expiryTick is the server's tickTime (sim.ServerConfig's default): the
+// leader expires a session up to a tick after its timeout.
+const expiryTick = 2 * time.Second
+
+// staleSession reports whether aimed faults are a stale session's
+// (drawStaleSession).
+func staleSession(aimed []phaseFault) bool {
+	return slices.ContainsFunc(aimed, func(f phaseFault) bool { return f.OnClientFollower })
+}
+
+// deadlineLast walks the schedule as inner does, but fires a client's
+// read deadline only when nothing else can happen at that time: a stale
+// session's schedule, where the client that wakes from its pause finds
+// its read deadline long past (see drawStaleSession).
+type deadlineLast struct {
+	inner sim.Strategy
+	steps []sim.Step
+	index []int
+}
+
+func (s *deadlineLast) Choose(w *sim.World, enabled []sim.Step) int {
+	s.steps, s.index = s.steps[:0], s.index[:0]
+	for i, st := range enabled {
+		if st.Timer() != sim.TimerReadDeadline {
+			s.steps = append(s.steps, st)
+			s.index = append(s.index, i)
+		}
+	}
+	if len(s.steps) == 0 || len(s.steps) == len(enabled) {
+		return s.inner.Choose(w, enabled)
+	}
+	return s.index[s.inner.Choose(w, s.steps)]
 }

@@ -72,6 +72,7 @@ type serverTree struct {
 	// node deleted and created again is found by the look after the one
 	// that ended its last life).
 	treeChanges uint64
+	nodeCount   int // the view's sim.Server.NodeCount at the last look
 	rescan      bool
 	// pending is the last write that reached the server: it is applied
 	// after its "apply" event, so the tree is looked at on the next event.
@@ -314,7 +315,16 @@ func (t *serverTree) goneBy(n string, l *lockRec) uint64 {
 }
 
 // holdLives notes, at l's acquire's return, the server's lives of the
-// nodes the lease names.
+// nodes the lease names. A node whose czxid is the lease's token (the
+// recipes' fencing token) is the lease's own: if that life ended before
+// the acquire returned, the node is gone, whatever node of the same path
+// another client made since. exclusive-lock's one path is made again
+// and again: a holder paused past its session after its create, woken
+// while another client holds the path's next node, returns the lease of
+// its own node, which went with its session; taking the path's current
+// node for it named the other client's node as its and reported two
+// holders (3 servers, stale session draw, found at schedule 8,856 of
+// seed 1).
 func (t *serverTree) holdLives(l *lockRec) {
 	if t.server == nil {
 		return
@@ -322,6 +332,20 @@ func (t *serverTree) holdLives(l *lockRec) {
 	t.flush()
 	l.lives = make([]*znodeLife, len(l.nodes))
 	for i, n := range l.nodes {
-		l.lives[i] = t.lifeAt(n, l.acquireReturn)
+		z := t.lifeAt(n, l.acquireReturn)
+		if z != nil && l.token != 0 && z.czxid != l.token && t.endedLife(n, l.token) {
+			z = nil
+		}
+		l.lives[i] = z
 	}
+}
+
+// endedLife reports whether path p had a life of czxid that has ended.
+func (t *serverTree) endedLife(p string, czxid int64) bool {
+	for i := len(t.lives) - 1; i >= 0; i-- {
+		if z := t.lives[i]; z.path == p && z.czxid == czxid {
+			return z.ended
+		}
+	}
+	return false
 }
