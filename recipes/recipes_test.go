@@ -257,6 +257,10 @@ func TestTimeoutCancelTry(t *testing.T) {
 				h, cb, cc, cd := e.Conn(t), e.Conn(t), e.Conn(t), e.Conn(t)
 				hl := r.New(h, dir, recipes.Options{})
 				var held []string
+				// The others start once the holder holds: on a loaded real
+				// server its acquire can take longer than their head start,
+				// and a waiter that queued first would be granted.
+				var holding atomic.Bool
 				cctx, cancelC := context.WithCancel(context.Background())
 				e.Go(h, "holder", func(ctx context.Context) {
 					lease, err := hl.Acquire(ctx)
@@ -265,6 +269,7 @@ func TestTimeoutCancelTry(t *testing.T) {
 						return
 					}
 					held = lease.Nodes()
+					holding.Store(true)
 					h.Sleep(ctx, time.Second)
 					cancelC()
 					h.Sleep(ctx, 9*time.Second)
@@ -274,6 +279,7 @@ func TestTimeoutCancelTry(t *testing.T) {
 				})
 				e.Go(cb, "times-out", func(ctx context.Context) {
 					cb.Sleep(ctx, 100*time.Millisecond)
+					awaitFlag(ctx, cb, &holding)
 					actx, cancel := within(cb, 2*time.Second)
 					defer cancel()
 					lease, err := r.New(cb, dir, recipes.Options{}).Acquire(actx)
@@ -283,6 +289,7 @@ func TestTimeoutCancelTry(t *testing.T) {
 				})
 				e.Go(cc, "cancelled", func(ctx context.Context) {
 					cc.Sleep(ctx, 200*time.Millisecond)
+					awaitFlag(ctx, cc, &holding)
 					lease, err := r.New(cc, dir, recipes.Options{}).Acquire(cctx)
 					if !errors.Is(err, context.Canceled) {
 						t.Errorf("cancelled acquire: %v, %v; want context.Canceled", lease, err)
@@ -290,6 +297,7 @@ func TestTimeoutCancelTry(t *testing.T) {
 				})
 				e.Go(cd, "tries", func(ctx context.Context) {
 					cd.Sleep(ctx, 300*time.Millisecond)
+					awaitFlag(ctx, cd, &holding)
 					lease, err := r.New(cd, dir, recipes.Options{}).TryAcquire(ctx)
 					if !errors.Is(err, recipes.ErrNotAcquired) {
 						t.Errorf("TryAcquire on a held lock: %v, %v; want ErrNotAcquired", lease, err)
