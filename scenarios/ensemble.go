@@ -229,12 +229,16 @@ func (t *serverTree) ensembleEvent(e sim.Event) {
 	// the changes of a lock's life are deletes.
 	changes := int64(s.TreeChanges() - t.treeChanges)
 	onlyDeletes := s.TreeChanges() > t.treeChanges && changes == int64(t.nodeCount-s.NodeCount()) && !t.rescan
+	lookedAt := t.treeChanges
 	t.server, t.lastZxid, t.treeChanges, t.nodeCount = s, s.LastZxid(), s.TreeChanges(), s.NodeCount()
 	if unmoved {
 		return
 	}
-	t.rescan = false
 	w := sim.Event{Step: e.Step, Op: "commit"}
+	if !t.rescan && !lookAtEveryNode && t.lookAtChanges(s, lookedAt, w, before) {
+		return
+	}
+	t.rescan = false
 	if !onlyDeletes {
 		for _, dir := range t.dirPaths() {
 			t.scanDir(dir, w, before)
@@ -243,6 +247,48 @@ func (t *serverTree) ensembleEvent(e sim.Event) {
 	for _, p := range t.livePaths() {
 		t.recheck(p, e.Step, "commit", 0)
 	}
+}
+
+// lookAtEveryNode turns lookAtChanges off, for the test that holds it
+// to a look at every directory and life.
+var lookAtEveryNode = false
+
+// lookAtChanges looks at just the nodes created and deleted since the
+// look at change count from, when s still keeps those changes
+// (sim.Server.RecentTreeChange) and they are deletes only, or a single
+// create: every other node names what it named at that look, so a look at
+// every directory and every life would find what this look finds (the
+// deleted nodes' lives end; the created node's directory, scanned, gives
+// it a life). It reports false, having looked at nothing, when it cannot;
+// the caller then looks at everything. Most looks follow a transaction
+// that created or deleted one node, and rechecking every live node after
+// each was the larger part of following an ensemble's tree.
+func (t *serverTree) lookAtChanges(s *sim.Server, from uint64, w sim.Event, before int64) bool {
+	to := s.TreeChanges()
+	if to <= from {
+		return false
+	}
+	created := ""
+	for k := from + 1; k <= to; k++ {
+		c, ok := s.RecentTreeChange(k)
+		if !ok || c.Created && to-from > 1 {
+			return false
+		}
+		if c.Created {
+			created = c.Path
+		}
+	}
+	if created != "" {
+		if dir := path.Dir(created); t.dirs[dir] {
+			t.scanDir(dir, w, before)
+		}
+		return true
+	}
+	for k := from + 1; k <= to; k++ {
+		c, _ := s.RecentTreeChange(k)
+		t.recheck(c.Path, w.Step, w.Op, 0)
+	}
+	return true
 }
 
 // followEnsemble makes the observer's tree follow the committed view of

@@ -95,9 +95,16 @@ func (s *Server) checkNodeInvariants(path string, n *znode) error {
 		}
 	}
 	if n.children != nil {
-		for name := range n.children.members {
+		for name, m := range n.children.members {
 			if s.nodes[joinPath(path, name)] == nil {
 				return fmt.Errorf("sim: invariant: %s lists missing child %s", path, name)
+			}
+			// A create brings its name's hash from its validation
+			// (javaSet.addHashed): the order of the children rests on it.
+			// Checked by the servers that check every step, as hashing
+			// every name at every run's end showed in explorations.
+			if s.checkEvery && m.hash != javaSpreadHash(name) {
+				return fmt.Errorf("sim: invariant: %s holds child %s with hash %#x, not %#x", path, name, m.hash, javaSpreadHash(name))
 			}
 		}
 	}
@@ -120,9 +127,12 @@ func (s *Server) checkSessionInvariants() error {
 		if sess.ephemerals == nil {
 			continue
 		}
-		for path := range sess.ephemerals.members {
+		for path, m := range sess.ephemerals.members {
 			if n := s.nodes[path]; n == nil || n.ephemeralOwner != id {
 				return fmt.Errorf("sim: invariant: session %#x lists ephemeral %s it does not own", id, path)
+			}
+			if s.checkEvery && m.hash != javaSpreadHash(path) {
+				return fmt.Errorf("sim: invariant: session %#x holds ephemeral %s with hash %#x, not %#x", id, path, m.hash, javaSpreadHash(path))
 			}
 		}
 	}

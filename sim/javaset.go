@@ -67,12 +67,23 @@ func (s *javaSet) add(name string) bool {
 	if _, ok := s.members[name]; ok {
 		return false
 	}
+	return s.addHashed(name, javaSpreadHash(name))
+}
+
+// addHashed is add for a name not in the set whose javaSpreadHash the
+// caller has: a create's validation hashes its node's name once, and the
+// ensemble's members apply the create with that hash (a long name's hash
+// was a fortieth of an exploration on three servers, hashed by each).
+func (s *javaSet) addHashed(name string, hash uint32) bool {
+	if _, ok := s.members[name]; ok {
+		return false
+	}
 	capacityBefore := s.capacity
 	if s.capacity == 0 {
 		s.capacity = s.initial
 	}
 	s.inserted++
-	m := javaMember{seq: s.inserted, hash: javaSpreadHash(name)}
+	m := javaMember{seq: s.inserted, hash: hash}
 	s.members[name] = m
 	// HashMap.putVal: if (++size > threshold) resize(); threshold = 0.75*capacity.
 	if uint64(len(s.members)) > uint64(s.capacity)*3/4 {

@@ -64,9 +64,12 @@ type TxnRecord struct {
 	Auth []authID
 	// Resp is the leader's answer, Xid and Zxid set.
 	Resp Response
-	// checked is a write (not a multi) as the first member to apply the
-	// record re-executed it and found it the leader's; the members after
-	// it apply that write without validating Req again (ApplyRecord).
+	// checked is a write (not a multi) as the leader's prep server
+	// validated it: the members apply it without validating Req again
+	// (ApplyRecord), as ZooKeeper's followers apply the leader's txn
+	// (FinalRequestProcessor) and never run PrepRequestProcessor's checks.
+	// A member whose every step is checked (CheckEveryStep) re-executes
+	// it all the same, and its answer is held to the leader's.
 	checked *checkedWrite
 	// appliedText is every member's "sN applied <rec>" for the trace,
 	// appliedTextLen bytes each (World.appliedText).
@@ -78,9 +81,22 @@ type TxnRecord struct {
 // the same prefix of the committed log when it applies a record (the
 // ensemble asserts it), so its validation would come out the same.
 type checkedWrite struct {
-	ok  bool     // it passed validation; a failed one changes nothing
-	w   write    // what apply applies
-	acl []zk.ACL // a create's or setACL's ACL, which each server interns in its own table
+	ok    bool     // it passed validation; a failed one changes nothing
+	w     write    // what apply applies
+	acl   []zk.ACL // a create's or setACL's ACL, which each server interns in its own table
+	valid bool     // set by the validation that filled it (Server.prepWrite)
+}
+
+// handOn returns the write for the members: its node pointers point into
+// the tree that validated it, and each member looks them up in its own;
+// its ACL goes by value, as each server interns ACLs in its own table.
+func (c checkedWrite) handOn(s *Server, op OpCode) *checkedWrite {
+	c.w.node, c.w.parent = nil, nil
+	c.valid = false
+	if c.ok && isACLWrite(op) {
+		c.acl = s.acls.lists[c.w.acl]
+	}
+	return &c
 }
 
 func (r *TxnRecord) String() string { return string(r.appendText(nil)) }
@@ -202,6 +218,7 @@ func (s *Server) PrepRequest(nowMs int64, conn ConnID, session int64, auth []aut
 		sess.conn = conn
 	}
 	before := s.lastZxid
+	s.prepWrite = checkedWrite{}
 	s.Receive(nowMs, conn, req)
 	var resp Response
 	replied := false
@@ -229,6 +246,9 @@ func (s *Server) PrepRequest(nowMs int64, conn ConnID, session int64, auth []aut
 		r.Kind = RecCloseSession
 	case isReplicatedWrite(req.Op) && !req.Malformed:
 		r.Kind = RecWrite
+		if req.Op != OpMulti && s.prepWrite.valid {
+			r.checked = s.prepWrite.handOn(s, req.Op)
+		}
 	default:
 		r.Kind = RecError
 	}
@@ -336,21 +356,20 @@ func (s *Server) ApplyRecord(r *TxnRecord) {
 		switch c := r.checked; {
 		case r.Req.Op == OpMulti:
 			resp = s.multi(r.TimeMs, sess, r.Req, t)
-		case c == nil:
-			// The first member to apply it re-executes the request,
-			// validation and all, as the leader did.
+		case c == nil || s.checkEvery:
+			// A record made without the leader's validation (a log
+			// replayed from elsewhere), or a member that checks every
+			// step: it re-executes the request, validation and all, as
+			// the leader did; the members after it apply what it
+			// validated.
 			var w write
 			resp, w = s.writeOne(r.TimeMs, sess, r.Req, t)
-			// w's node and parent point into this member's tree; the
-			// members that follow look them up in their own.
-			w.node, w.parent = nil, nil
-			checked = &checkedWrite{ok: resp.Err == CodeOK, w: w}
-			if checked.ok && isACLWrite(r.Req.Op) {
-				checked.acl = s.acls.lists[w.acl]
+			if c == nil {
+				checked = checkedWrite{ok: resp.Err == CodeOK, w: w}.handOn(s, r.Req.Op)
 			}
 		case c.ok:
-			// The others apply what it validated, through the same apply;
-			// the answer is still held to the leader's below.
+			// The members apply what the leader validated, through the
+			// same apply; the answer is still held to the leader's below.
 			w := c.w
 			if c.acl != nil {
 				w.acl = s.acls.intern(c.acl)
@@ -411,6 +430,7 @@ func newPrepServer(cfg ServerConfig, log []*TxnRecord, sid int, epoch int64, now
 		s.ApplyRecord(r)
 	}
 	s.Outputs()
+	s.prep = true
 	// SessionTrackerImpl.initializeNextSessionId: the server id in the top
 	// byte, the time below.
 	s.nextSessionID = int64(uint64((s.cfg.EpochMs+nowMs)<<24)>>8) | int64(sid)<<56
