@@ -258,11 +258,12 @@ var lookAtEveryNode = false
 // (sim.Server.RecentTreeChange) and they are deletes only, or a single
 // create: every other node names what it named at that look, so a look at
 // every directory and every life would find what this look finds (the
-// deleted nodes' lives end; the created node's directory, scanned, gives
-// it a life). It reports false, having looked at nothing, when it cannot;
-// the caller then looks at everything. Most looks follow a transaction
-// that created or deleted one node, and rechecking every live node after
-// each was the larger part of following an ensemble's tree.
+// deleted nodes' lives end; the created node gets one). It reports false,
+// having looked at nothing, when it cannot; the caller then looks at
+// everything. Most looks follow a transaction that created or deleted one
+// node, and looking at every directory (listing it in the member's order)
+// and every life after each was the larger part of following an
+// ensemble's tree.
 func (t *serverTree) lookAtChanges(s *sim.Server, from uint64, w sim.Event, before int64) bool {
 	to := s.TreeChanges()
 	if to <= from {
@@ -279,8 +280,10 @@ func (t *serverTree) lookAtChanges(s *sim.Server, from uint64, w sim.Event, befo
 		}
 	}
 	if created != "" {
-		if dir := path.Dir(created); t.dirs[dir] {
-			t.scanDir(dir, w, before)
+		// The directory's one child without a life is the one created:
+		// every other was there at the last look, which gave it one.
+		if dir, name := path.Split(created); t.dirs[path.Clean(dir)] {
+			t.scanChild(path.Clean(dir), name, w, before)
 		}
 		return true
 	}

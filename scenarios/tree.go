@@ -165,32 +165,36 @@ func (t *serverTree) scanDir(dir string, w sim.Event, zxidBefore int64) {
 	// EachChild and NodeIdentity, not Node: this runs after every write,
 	// and Node's copies of the children and the data were 9% of an
 	// exploration's allocations.
+	t.server.EachChild(dir, func(name string) { t.scanChild(dir, name, w, zxidBefore) })
+}
+
+// scanChild gives the child name of dir a life if it has none: scanDir's
+// look at one child, for a look that knows which child is new.
+func (t *serverTree) scanChild(dir, name string, w sim.Event, zxidBefore int64) {
 	known := t.liveNames[dir]
-	t.server.EachChild(dir, func(name string) {
-		if known[name] {
-			return
+	if known[name] {
+		return
+	}
+	p := path.Join(dir, name)
+	czxid, owner, ok := t.server.NodeIdentity(p)
+	if !ok {
+		return
+	}
+	z := &znodeLife{path: p, czxid: czxid, owner: owner}
+	if czxid > zxidBefore {
+		z.created, z.createStep, z.creator = true, w.Step, w.Client
+		if z.creator == 0 && t.creatorOf != nil {
+			z.creator = t.creatorOf(czxid)
 		}
-		p := path.Join(dir, name)
-		czxid, owner, ok := t.server.NodeIdentity(p)
-		if !ok {
-			return
-		}
-		z := &znodeLife{path: p, czxid: czxid, owner: owner}
-		if czxid > zxidBefore {
-			z.created, z.createStep, z.creator = true, w.Step, w.Client
-			if z.creator == 0 && t.creatorOf != nil {
-				z.creator = t.creatorOf(czxid)
-			}
-		}
-		t.lives = append(t.lives, z)
-		t.live[p] = z
-		insertSorted(&t.liveList, p)
-		if known == nil {
-			known = map[string]bool{}
-			t.liveNames[dir] = known
-		}
-		known[name] = true
-	})
+	}
+	t.lives = append(t.lives, z)
+	t.live[p] = z
+	insertSorted(&t.liveList, p)
+	if known == nil {
+		known = map[string]bool{}
+		t.liveNames[dir] = known
+	}
+	known[name] = true
 }
 
 // recheck ends p's life if the server no longer has it (or has another

@@ -586,10 +586,20 @@ func checkACL(acl []zk.ACL, perm int32, ids []authID) bool {
 
 // callerIDs are the ids of the connection whose request is being handled.
 func (s *Server) callerIDs() []authID {
-	if a := s.auth[s.caller]; a != nil {
+	if a := s.callingAuth(); a != nil {
 		return a.ids
 	}
 	return nil
+}
+
+// callingAuth is what the connection whose request is being handled has
+// proved: a replica's re-execution runs as replayConn, with the record's
+// identities (ApplyRecord).
+func (s *Server) callingAuth() *connAuth {
+	if s.caller == replayConn {
+		return &s.replayAuth
+	}
+	return s.auth[s.caller]
 }
 
 // allowed reports whether the caller has perm on a node with ACL id. The
@@ -661,7 +671,7 @@ func (s *Server) fixupACL(acl []zk.ACL) ([]zk.ACL, bool) {
 		return uniq, true
 	}
 	var ids []authID
-	if a := s.auth[s.caller]; a != nil {
+	if a := s.callingAuth(); a != nil {
 		ids = a.iteration()
 	}
 	out := make([]zk.ACL, 0, len(uniq))

@@ -1224,7 +1224,10 @@ func (s *Server) deleteNode(t *txn, path string) {
 // deleteKnownNode is deleteNode for a caller that has the node and its
 // parent at hand.
 func (s *Server) deleteKnownNode(t *txn, path string, n *znode, parentPath string, parent *znode) {
-	_, name := parentOf(path)
+	name := path[len(parentPath)+1:] // after the parent's path and its slash
+	if parentPath == "/" {
+		name = path[1:]
+	}
 	delete(s.nodes, path)
 	s.lookups.update(path, nil)
 	s.noteTreeChange(path, false)
