@@ -162,7 +162,7 @@ type Server struct {
 	prepWrite   checkedWrite
 	treeChanges uint64 // nodes created and deleted since the server was made or restored (TreeChanges)
 	// recentChanges holds the last treeChangesKept of them, change k at
-	// k mod treeChangesKept (TreeChange).
+	// k mod treeChangesKept (RecentTreeChange).
 	recentChanges [treeChangesKept]TreeChange
 	// freeNodes holds deleted nodes for the next creates to reuse, data
 	// buffer and all: a create then allocates nothing of the tree's (a
