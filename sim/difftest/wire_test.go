@@ -3,6 +3,7 @@ package difftest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -211,29 +212,37 @@ func checkWire(t TB, realAddr string, srv wireServer, seq Sequence, normalize fu
 // checkWireLines is checkWire, and returns the real server's transcript.
 func checkWireLines(t TB, realAddr string, srv wireServer, seq Sequence, normalize func(string) string) ([]string, map[string][]string) {
 	t.Helper()
-	realLines, through := wireTranscripts(t, realAddr, srv, seq)
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range through {
-			if !yield(k) {
-				return
+	take := func() (map[string][]string, []string) {
+		realLines, through := wireTranscripts(t, realAddr, srv, seq)
+		return through, realLines
+	}
+	through, realLines := take()
+	if d := wireDifference(seq, realLines, through, normalize); d != "" {
+		throughAgain, realAgain := retake(t, d, take)
+		for name, lines := range through {
+			if !slices.Equal(normalized(slices.Clone(throughAgain[name]), normalize), normalized(slices.Clone(lines), normalize)) {
+				t.Fatalf("%s: the wire server's transcript of one sequence changed between two runs:\n%s\n\nthen:\n%s", name, strings.Join(lines, "\n"), strings.Join(throughAgain[name], "\n"))
 			}
 		}
-	}) {
-		lines := slices.Clone(through[name])
-		want := slices.Clone(realLines)
-		if normalize != nil {
-			for i := range lines {
-				lines[i] = normalize(lines[i])
-			}
-			for i := range want {
-				want[i] = normalize(want[i])
-			}
+		if d := wireDifference(seq, realAgain, throughAgain, normalize); d != "" {
+			t.Fatalf("%s", d)
 		}
-		if d := firstDifference(seq, lines, want); d != "" {
-			t.Fatalf("%s (\"sim\" below):\n%s", name, d)
-		}
+		realLines, through = realAgain, throughAgain
 	}
 	return realLines, through
+}
+
+// wireDifference is the first difference between the real server's
+// transcript and any through the wire, "" when they agree.
+func wireDifference(seq Sequence, realLines []string, through map[string][]string, normalize func(string) string) string {
+	for _, name := range slices.Sorted(maps.Keys(through)) {
+		lines := normalized(slices.Clone(through[name]), normalize)
+		want := normalized(slices.Clone(realLines), normalize)
+		if d := firstDifference(seq, lines, want); d != "" {
+			return fmt.Sprintf("%s (\"sim\" below):\n%s", name, d)
+		}
+	}
+	return ""
 }
 
 // TestDifferentialThroughWire runs random sequences through real
