@@ -234,7 +234,6 @@ func (h controlHandler) command(urlPath string) (map[string]any, *controlError) 
 	return answer, nil
 }
 
-// sessionParam reads a verb's SESSION parameter.
 // sessionArg reads the session a verb of sessionVerbs takes as its first
 // parameter, if it has one, and notes it in the answer; 0 for any other.
 func sessionArg(verb string, params []string, answer map[string]any, sessionVerbs ...string) (int64, *controlError) {
@@ -249,6 +248,7 @@ func sessionArg(verb string, params []string, answer map[string]any, sessionVerb
 	return session, nil
 }
 
+// sessionParam reads a verb's SESSION parameter.
 func sessionParam(verb, text string) (int64, *controlError) {
 	id, err := parseSessionID(text)
 	if err != nil {

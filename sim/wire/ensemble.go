@@ -89,6 +89,7 @@ func NewEnsemble(ens *sim.Ensemble, cfg EnsembleConfig) *EnsembleServer {
 		s.members = append(s.members, &ensMember{listeners: make(map[net.Listener]struct{}), perIP: make(map[string]int),
 			stats: counters{latencyMinMs: math.MaxInt64}, started: s.start})
 	}
+	s.faults = newEnsembleFaults(len(s.members))
 	s.timer = newDeadlineTimer(s.onTimer)
 	s.mu.Lock()
 	s.logNotesLocked()
@@ -178,11 +179,7 @@ func (s *EnsembleServer) Crash(i int) {
 	if s.closed || !s.ens.Up(i) {
 		return
 	}
-	nowMs := s.nowMs()
-	s.advanceLocked(nowMs)
-	s.crashLocked(i)
-	s.settleLocked(nowMs)
-	s.rearmLocked(nowMs)
+	s.faultLocked(func(int64) { s.crashLocked(i) })
 }
 
 // crashLocked crashes member i, which runs.
@@ -208,11 +205,7 @@ func (s *EnsembleServer) Restart(i int) {
 	if s.closed || s.ens.Up(i) {
 		return
 	}
-	nowMs := s.nowMs()
-	s.advanceLocked(nowMs)
-	s.restartLocked(nowMs, i)
-	s.settleLocked(nowMs)
-	s.rearmLocked(nowMs)
+	s.faultLocked(func(nowMs int64) { s.restartLocked(nowMs, i) })
 }
 
 // restartLocked restarts member i, which is down.

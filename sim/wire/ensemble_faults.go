@@ -47,10 +47,8 @@ type ensembleFaults struct {
 	lagUntil, cutUntil, downUntil []time.Time
 }
 
-func (f *ensembleFaults) init(n int) {
-	if f.lagUntil == nil {
-		f.lagUntil, f.cutUntil, f.downUntil = make([]time.Time, n), make([]time.Time, n), make([]time.Time, n)
-	}
+func newEnsembleFaults(n int) ensembleFaults {
+	return ensembleFaults{lagUntil: make([]time.Time, n), cutUntil: make([]time.Time, n), downUntil: make([]time.Time, n)}
 }
 
 // MemberState is one member as the control API lists it.
@@ -114,8 +112,9 @@ func (s *EnsembleServer) afterLocked(d time.Duration, until *time.Time, end func
 	})
 }
 
-// faultLocked injects one server fault at now: inject runs after the
-// ensemble reached now, and then the ensemble takes its steps.
+// faultLocked injects one fault at now (a crash, a restart, an expiry,
+// a lag...): inject runs after the ensemble reached now, and then the
+// ensemble takes its steps.
 func (s *EnsembleServer) faultLocked(inject func(nowMs int64)) {
 	nowMs := s.nowMs()
 	s.advanceLocked(nowMs)
@@ -133,7 +132,6 @@ func (s *EnsembleServer) Lag(i int, d time.Duration) error {
 	if err := s.checkMember(i); err != nil {
 		return err
 	}
-	s.faults.init(len(s.members))
 	until := &s.faults.lagUntil[i-1]
 	s.faultLocked(func(int64) { s.ens.SetLag(i, true) })
 	if extend(until, faultEnd(time.Now(), d)) {
@@ -158,7 +156,6 @@ func (s *EnsembleServer) PartitionServer(i int, d time.Duration) error {
 }
 
 func (s *EnsembleServer) partitionLocked(i int, d time.Duration) {
-	s.faults.init(len(s.members))
 	until := &s.faults.cutUntil[i-1]
 	s.faultLocked(func(nowMs int64) { s.ens.SetCut(nowMs, i, true) })
 	if extend(until, faultEnd(time.Now(), d)) {
@@ -195,7 +192,6 @@ func (s *EnsembleServer) CrashServer(i int, d time.Duration) error {
 }
 
 func (s *EnsembleServer) crashForLocked(i int, d time.Duration) {
-	s.faults.init(len(s.members))
 	until := &s.faults.downUntil[i-1]
 	if s.ens.Up(i) {
 		s.crashLocked(i)
@@ -260,7 +256,6 @@ func (s *EnsembleServer) RestartAll(d time.Duration) {
 			}
 		}
 		if d <= 0 {
-			s.faults.init(len(s.members))
 			for i := range s.members {
 				s.faults.downUntil[i] = time.Time{}
 				s.restartFaultedLocked(nowMs, i+1)
@@ -280,7 +275,6 @@ func (s *EnsembleServer) RestartServer(i int) (bool, error) {
 	if s.closed || s.ens.Up(i) {
 		return false, nil
 	}
-	s.faults.init(len(s.members))
 	s.faults.downUntil[i-1] = time.Time{}
 	s.faultLocked(func(nowMs int64) { s.restartFaultedLocked(nowMs, i) })
 	s.logf("fault: s%d restarted", i)
@@ -295,7 +289,6 @@ func (s *EnsembleServer) HealServers() {
 	if s.closed {
 		return
 	}
-	s.faults.init(len(s.members))
 	f := &s.faults
 	s.faultLocked(func(nowMs int64) {
 		for k := range s.members {
@@ -313,7 +306,6 @@ func (s *EnsembleServer) HealServers() {
 func (s *EnsembleServer) MemberStates() []MemberState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.faults.init(len(s.members))
 	var out []MemberState
 	for k := range s.members {
 		i := k + 1
@@ -350,11 +342,8 @@ func (s *EnsembleServer) ExpireSession(id int64) bool {
 	if s.closed {
 		return false
 	}
-	nowMs := s.nowMs()
-	s.advanceLocked(nowMs)
-	ok := s.ens.ExpireSession(nowMs, id)
-	s.settleLocked(nowMs)
-	s.rearmLocked(nowMs)
+	var ok bool
+	s.faultLocked(func(nowMs int64) { ok = s.ens.ExpireSession(nowMs, id) })
 	return ok
 }
 
