@@ -123,17 +123,6 @@ func (c *quorumConfig) finish(members int) {
 	}
 }
 
-// copyCapacity is the table size of new HashMap<>(m) for a map of size
-// entries: tableSizeFor(size/0.75 + 1).
-func copyCapacity(size int) int {
-	want := int(float32(size)/0.75 + 1)
-	capacity := 1
-	for capacity < want {
-		capacity *= 2
-	}
-	return capacity
-}
-
 // hasQuorum reports whether the members in mask are a majority of the
 // configuration's voters (QuorumMaj.containsQuorum).
 func (c *quorumConfig) hasQuorum(mask uint32) bool {
@@ -288,7 +277,7 @@ func nextConfig(last *quorumConfig, req Request, version int64, members int) (*q
 	}
 	// new HashMap<>(lastSeenQV.getAllMembers()): the last configuration's
 	// servers in its order, in a table sized for them.
-	next := &quorumConfig{servers: slices.Clone(last.servers), capacity: copyCapacity(len(last.servers)), version: version}
+	next := &quorumConfig{servers: slices.Clone(last.servers), capacity: javaCopyCapacity(len(last.servers)), version: version}
 	for _, leaving := range splitList(req.LeavingServers, ",") {
 		sid, err := strconv.ParseInt(leaving, 10, 64)
 		if err != nil {

@@ -197,11 +197,7 @@ func javaSpreadHash(s string) uint32 {
 // ZooKeeper 3.8.0).
 func (s *javaSet) clonedOrder() []string {
 	names := s.ordered()
-	capacity := uint32(1)
-	for want := uint32(float32(len(names))/0.75 + 1); capacity < want; {
-		capacity *= 2
-	}
-	mask := capacity - 1
+	mask := uint32(javaCopyCapacity(len(names)) - 1)
 	buckets := make([]uint32, len(names))
 	for i, name := range names {
 		buckets[i] = javaSpreadHash(name) & mask
@@ -216,4 +212,16 @@ func (s *javaSet) clonedOrder() []string {
 		out[i] = names[j]
 	}
 	return out
+}
+
+// javaCopyCapacity is the table size of a Java HashMap (or HashSet) made
+// as a copy of one of size entries, new HashMap<>(m) or clone():
+// tableSizeFor(size/0.75 + 1).
+func javaCopyCapacity(size int) int {
+	want := int(float32(size)/0.75 + 1)
+	capacity := 1
+	for capacity < want {
+		capacity *= 2
+	}
+	return capacity
 }
