@@ -549,10 +549,8 @@ type phaseFault struct {
 	OnClientFollower bool
 	// PastExpiry, when set, makes the fault last until PastExpiry after
 	// the session (of timeout SessionTimeout) would expire if it was last
-	// heard from when the fault strikes, plus Duration: the leader's
-	// tracker expires it at the tick boundary after that time plus the
-	// timeout (ZooKeeper's ExpiryQueue.roundToNextInterval, which sim's
-	// touch follows).
+	// heard from when the fault strikes (sim.World.SessionExpiry), plus
+	// Duration.
 	PastExpiry, SessionTimeout time.Duration
 }
 
@@ -601,8 +599,7 @@ func (r *coverageRecorder) check(i int) {
 		}
 		if t.PastExpiry > 0 {
 			now := r.w.Now()
-			expiry := (now+t.SessionTimeout)/expiryTick*expiryTick + expiryTick
-			f.Duration += expiry + t.PastExpiry - now
+			f.Duration += r.w.SessionExpiry(now, t.SessionTimeout) + t.PastExpiry - now
 		}
 		if !namesClient(f.Kind) {
 			f.Client = 0

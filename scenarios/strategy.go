@@ -357,10 +357,6 @@ func connectedPhase(p string) bool {
 	return p != PhaseConnecting && p != PhaseReconnecting && p != PhaseCrashed
 }
 
-// expiryTick is the server's tickTime (sim.ServerConfig's default): the
-// leader expires a session up to a tick after its timeout.
-const expiryTick = 2 * time.Second
-
 // staleSession reports whether aimed faults are a stale session's
 // (drawStaleSession).
 func staleSession(aimed []phaseFault) bool {

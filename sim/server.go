@@ -367,8 +367,14 @@ func (s *Server) touch(nowMs int64, sess *serverSession) {
 	if sess.closing {
 		return
 	}
-	interval := s.cfg.TickTimeMs
-	sess.expiresMs = (nowMs+sess.timeoutMs)/interval*interval + interval
+	sess.expiresMs = sessionExpiresMs(nowMs, sess.timeoutMs, s.cfg.TickTimeMs)
+}
+
+// sessionExpiresMs is when a session of timeoutMs last heard from at
+// nowMs expires: at the tick boundary after nowMs+timeoutMs, as
+// SessionTrackerImpl's ExpiryQueue rounds it (roundToNextInterval).
+func sessionExpiresMs(nowMs, timeoutMs, tickMs int64) int64 {
+	return (nowMs+timeoutMs)/tickMs*tickMs + tickMs
 }
 
 // Disconnect tells the server that a connection is gone (the client closed

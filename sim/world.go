@@ -155,6 +155,14 @@ func (w *World) Rand() *rand.Rand { return w.rng }
 
 func (w *World) nowMs() int64 { return w.nowNs / int64(time.Millisecond) }
 
+// SessionExpiry is when the server (on an ensemble, the leader) expires a
+// session of timeout last heard from at t, as its tracker reckons it:
+// at the tick boundary after t+timeout.
+func (w *World) SessionExpiry(t, timeout time.Duration) time.Duration {
+	tickMs := w.cfg.Server.withDefaults().TickTimeMs
+	return time.Duration(sessionExpiresMs(t.Milliseconds(), timeout.Milliseconds(), tickMs)) * time.Millisecond
+}
+
 // task is a coroutine the world schedules, run by a worker. Only the
 // driver (the goroutine that called Run or Close) resumes it; it gives
 // control back when it blocks and the scheduler picks another, or when it
