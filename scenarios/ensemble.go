@@ -222,15 +222,8 @@ func (t *serverTree) ensembleEvent(e sim.Event) {
 	// creates and deletes of their prefixes: equal counts, whichever
 	// members, mean the same nodes.
 	unmoved := s.TreeChanges() == t.treeChanges && !t.rescan
-	// By the same count, a tree further along the log than the last one
-	// looked at, whose changes since were all deletes (the nodes it lost
-	// are its changes: no node was created), has no node the last look did
-	// not find: its directories need no scan, only its lives a look. Half
-	// the changes of a lock's life are deletes.
-	changes := int64(s.TreeChanges() - t.treeChanges)
-	onlyDeletes := s.TreeChanges() > t.treeChanges && changes == int64(t.nodeCount-s.NodeCount()) && !t.rescan
 	lookedAt := t.treeChanges
-	t.server, t.lastZxid, t.treeChanges, t.nodeCount = s, s.LastZxid(), s.TreeChanges(), s.NodeCount()
+	t.server, t.lastZxid, t.treeChanges = s, s.LastZxid(), s.TreeChanges()
 	if unmoved {
 		return
 	}
@@ -239,10 +232,8 @@ func (t *serverTree) ensembleEvent(e sim.Event) {
 		return
 	}
 	t.rescan = false
-	if !onlyDeletes {
-		for _, dir := range t.dirPaths() {
-			t.scanDir(dir, w, before)
-		}
+	for _, dir := range t.dirPaths() {
+		t.scanDir(dir, w, before)
 	}
 	for _, p := range t.livePaths() {
 		t.recheck(p, e.Step, "commit", 0)

@@ -72,7 +72,6 @@ type serverTree struct {
 	// node deleted and created again is found by the look after the one
 	// that ended its last life).
 	treeChanges uint64
-	nodeCount   int // the view's sim.Server.NodeCount at the last look
 	rescan      bool
 	// pending is the last write that reached the server: it is applied
 	// after its "apply" event, so the tree is looked at on the next event.
