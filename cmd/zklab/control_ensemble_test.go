@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -421,31 +420,11 @@ func TestControlEnsembleLostReplyOfACommittedWrite(t *testing.T) {
 func TestControlEnsembleRacesClientTraffic(t *testing.T) {
 	e, base := ensembleControlServer(t)
 	const clients = 3
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
 	conns := make([]*zk.Conn, clients)
 	for i := range conns {
 		conns[i], _ = ensembleClient(t, e.addrs, 4*time.Second)
 	}
-	for i, c := range conns {
-		wg.Go(func() {
-			acl := zk.WorldACL(zk.PermAll)
-			for n := 0; ; n++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				p := fmt.Sprintf("/c%d-%d", i, n%5)
-				c.Create(p, []byte("x"), zk.FlagEphemeral, acl)
-				c.GetW(p)
-				c.Sync(p)
-				c.Set(p, []byte("y"), -1)
-				c.ChildrenW("/")
-				c.Delete(p, -1)
-			}
-		})
-	}
+	stopTraffic := clientTraffic(conns, true)
 	rng := rand.New(rand.NewPCG(13, 0))
 	verbs := []string{"LAG/s%[1]d/%[2]d", "CRASHSERVER/s%[1]d/%[2]d", "PARTITIONSERVER/s%[1]d/%[2]d", "RESTARTSERVER/s%[1]d",
 		"ISOLATELEADER/%[2]d", "KILLLEADER/%[2]d", "LOSEQUORUM/%[2]d", "RESTART/%[2]d", "HEAL", "SERVERS", "SESSIONS",
@@ -466,11 +445,7 @@ func TestControlEnsembleRacesClientTraffic(t *testing.T) {
 		time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
 	}
 	control(t, base, "/command/HEAL")
-	close(stop)
-	for _, c := range conns {
-		c.Close()
-	}
-	wg.Wait()
+	stopTraffic()
 	if err := e.srv.CheckInvariants(); err != nil {
 		t.Fatalf("after %d control requests: %v", fired, err)
 	}

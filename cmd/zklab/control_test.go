@@ -138,30 +138,11 @@ func TestControlExpireSessionAndSessions(t *testing.T) {
 func TestControlRacesClientTraffic(t *testing.T) {
 	srv, base := controlServer(t)
 	const clients = 4
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
 	conns := make([]*zk.Conn, clients)
 	for i := range conns {
 		conns[i] = connect(t, srv.addr)
 	}
-	for i, c := range conns {
-		wg.Go(func() {
-			acl := zk.WorldACL(zk.PermAll)
-			for n := 0; ; n++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				p := fmt.Sprintf("/c%d-%d", i, n%5)
-				c.Create(p, []byte("x"), zk.FlagEphemeral, acl)
-				c.GetW(p)
-				c.Set(p, []byte("y"), -1)
-				c.ChildrenW("/")
-				c.Delete(p, -1)
-			}
-		})
-	}
+	stopTraffic := clientTraffic(conns, false)
 	rng := rand.New(rand.NewPCG(12, 0))
 	verbs := []string{"CLOSECONNECTION/%s", "EXPIRESESSION/%s", "LOSEREPLY/%s", "DROPREQUEST/%s", "PARTITION/%s/50",
 		"FAILREQUESTS/2", "NORESPONSE/1", "ADDDELAY/1", "RESET", "RESTART/20", "SESSIONS", "CLOSECONNECTION", "REJECTCONNECTIONS"}
@@ -183,17 +164,51 @@ func TestControlRacesClientTraffic(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	control(t, base, "/command/RESET")
-	close(stop)
-	for _, c := range conns {
-		c.Close() // unblocks a client waiting on a held reply
-	}
-	wg.Wait()
+	stopTraffic()
 	var err error
 	srv.srv.Inspect(func(s *sim.Server) { err = s.CheckInvariants() })
 	if err != nil {
 		t.Fatalf("after %d control requests: %v", fired, err)
 	}
 	t.Logf("%d control requests raced %d clients", fired, clients)
+}
+
+// clientTraffic has each client create, read, set and delete ephemerals
+// of its own under /, watching them and the root's children (and
+// syncing, withSync), over and over until the returned stop, which
+// closes the clients (unblocking one waiting on a held reply) and waits
+// for their loops.
+func clientTraffic(conns []*zk.Conn, withSync bool) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Go(func() {
+			acl := zk.WorldACL(zk.PermAll)
+			for n := 0; ; n++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				p := fmt.Sprintf("/c%d-%d", i, n%5)
+				c.Create(p, []byte("x"), zk.FlagEphemeral, acl)
+				c.GetW(p)
+				if withSync {
+					c.Sync(p)
+				}
+				c.Set(p, []byte("y"), -1)
+				c.ChildrenW("/")
+				c.Delete(p, -1)
+			}
+		})
+	}
+	return func() {
+		close(done)
+		for _, c := range conns {
+			c.Close()
+		}
+		wg.Wait()
+	}
 }
 
 // LOSEREPLY/SESSION/OP aims at the session's next request of a type: the
