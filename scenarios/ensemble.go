@@ -228,7 +228,7 @@ func (t *serverTree) ensembleEvent(e sim.Event) {
 		return
 	}
 	w := sim.Event{Step: e.Step, Op: "commit"}
-	if !t.rescan && !lookAtEveryNode && t.lookAtChanges(s, lookedAt, w, before) {
+	if !t.rescan && !t.lookAtEverything && t.lookAtChanges(s, lookedAt, w, before) {
 		return
 	}
 	t.rescan = false
@@ -239,10 +239,6 @@ func (t *serverTree) ensembleEvent(e sim.Event) {
 		t.recheck(p, e.Step, "commit", 0)
 	}
 }
-
-// lookAtEveryNode turns lookAtChanges off, for the test that holds it
-// to a look at every directory and life.
-var lookAtEveryNode = false
 
 // lookAtChanges looks at just the nodes created and deleted since the
 // look at change count from, when s still keeps those changes

@@ -30,9 +30,7 @@ func TestEnsembleLookAtChangesIsALookAtEverything(t *testing.T) {
 		sc := drawScenario(rt, &o)
 		walk := rapid.Uint64().Draw(rt, "walk")
 		run := func(everything bool) string {
-			lookAtEveryNode = everything
-			defer func() { lookAtEveryNode = false }()
-			res, err := Run(sc, RunOptions{Strategy: WalkStrategy{Source: pcgSource{rand.New(rand.NewPCG(walk, 1))}}, Report: true, Znodes: true})
+			res, err := Run(sc, RunOptions{Strategy: WalkStrategy{Source: pcgSource{rand.New(rand.NewPCG(walk, 1))}}, Report: true, Znodes: true, lookAtEverything: everything})
 			if err != nil {
 				rt.Fatal(err)
 			}

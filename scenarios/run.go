@@ -107,6 +107,9 @@ type RunOptions struct {
 	// exploration): the run's scenario lists them at the steps they
 	// struck.
 	phaseFaults []phaseFault
+	// lookAtEverything makes an ensemble's tree observer look at every
+	// directory and life after each change (serverTree.lookAtEverything).
+	lookAtEverything bool
 	// ZKLog, if set, hears what a run on a real server does as it goes
 	// (the faults it injects), one line at a time.
 	ZKLog func(line string)
@@ -286,6 +289,7 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string, pr
 	r.obs.w = r.w
 	r.obs.hist = &r.hist
 	r.obs.tree.server = r.w.Server()
+	r.obs.tree.lookAtEverything = o.lookAtEverything
 	if sc.Servers > 1 {
 		r.obs.followEnsemble(r.w)
 	}

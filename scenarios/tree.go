@@ -73,6 +73,9 @@ type serverTree struct {
 	// that ended its last life).
 	treeChanges uint64
 	rescan      bool
+	// lookAtEverything turns lookAtChanges off (RunOptions'), for the
+	// test that holds it to a look at every directory and life.
+	lookAtEverything bool
 	// pending is the last write that reached the server: it is applied
 	// after its "apply" event, so the tree is looked at on the next event.
 	pending    sim.Event
