@@ -88,7 +88,7 @@ func (w *World) sendToServer(conn *netConn, m wireMsg) {
 // once, in the queue's own slot.
 func (w *World) sendRequest(conn *netConn, req *Request) {
 	m := conn.toServer.pushSlot()
-	m.kind = wireRequest
+	m.kind, m.connect = wireRequest, ConnectRequest{}
 	m.req = *req
 }
 
