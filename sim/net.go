@@ -140,6 +140,9 @@ func (w *World) pruneConns() {
 // drainServer routes what the server sent onto its connections; output
 // for a connection the client has closed is lost.
 func (w *World) drainServer() {
+	if w.ens == nil && w.moveOutputs() {
+		return
+	}
 	outputs := w.serverOutputs()
 	for i := range outputs {
 		o := &outputs[i] // not a copy: an Output is some 370 bytes
@@ -150,6 +153,31 @@ func (w *World) drainServer() {
 		}
 		conn.toClient.push(*o)
 	}
+}
+
+// moveOutputs queues the single server's outputs without a copy when they
+// are all for one open connection whose to-client queue is empty, which a
+// request's reply is but for watch events: the queue takes the server's
+// storage, and the server the queue's (BenchmarkSimThroughput spent 2% of
+// its time copying replies into the queue). It reports whether it did.
+func (w *World) moveOutputs() bool {
+	outputs := w.server.outputs
+	if len(outputs) == 0 {
+		return true
+	}
+	id := outputs[0].Conn
+	for i := 1; i < len(outputs); i++ {
+		if outputs[i].Conn != id {
+			return false
+		}
+	}
+	conn := w.connByID(id)
+	if conn == nil || conn.clientClosed || conn.toClient.len() > 0 {
+		return false
+	}
+	q := &conn.toClient
+	q.items, q.head = w.server.SwapOutputs(q.items), 0
+	return true
 }
 
 // enumerate lists the enabled steps in a fixed order: tasks by creation,

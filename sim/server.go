@@ -274,6 +274,17 @@ func (s *Server) Outputs() []Output {
 	return out
 }
 
+// SwapOutputs is Outputs for a driver that keeps them: it returns what the
+// server has sent since the last call, and the server writes on into
+// spare's storage from now on. A driver that queues a server's outputs
+// whole trades its empty queue's storage for them this way instead of
+// copying each output (some 380 bytes) in.
+func (s *Server) SwapOutputs(spare []Output) []Output {
+	out := s.outputs
+	s.outputs = spare[:0]
+	return out
+}
+
 func (s *Server) send(o Output) { s.outputs = append(s.outputs, o) }
 
 func (s *Server) wallMs(nowMs int64) int64 { return s.cfg.EpochMs + nowMs }
