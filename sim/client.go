@@ -570,6 +570,7 @@ func (c *Client) notifyWatches(ev zk.Event) {
 		for _, ch := range c.watchers[k] {
 			ch <- ev
 			close(ch)
+			c.w.channelChanges++
 		}
 		c.forgetWatch(k)
 	}
@@ -591,6 +592,7 @@ func (c *Client) invalidateWatches(err error) {
 		for _, ch := range c.watchers[k] {
 			ch <- ev
 			close(ch)
+			c.w.channelChanges++
 		}
 	}
 	if len(order) > 0 {

@@ -82,6 +82,14 @@ type World struct {
 	connsClosed bool       // some connection may be ready to forget
 	connSeq     ConnID
 
+	// channelChanges counts the moments a channel a task waits on in
+	// Wait may have been sent on or closed: the simulation's deliveries to
+	// watch channels, and every return of user code (a task, or the Run
+	// caller) to the scheduler, since that code may send on channels of
+	// its own. A waiter that found none of its channels ready need not
+	// look at them again until it moves (watchWait.ready).
+	channelChanges uint64
+
 	current           *task // the task holding the baton, nil for the Run caller
 	main              *task // the Run caller, as a pseudo-task
 	baton             *task // whom a task that gave control back to the driver hands the baton to
@@ -359,6 +367,7 @@ func (w *World) liveTasks() int { return len(w.tasks) }
 // baton and parks this goroutine; a goroutine never runs while another
 // does.
 func (w *World) schedule(self *task) {
+	w.channelChanges++ // user code ran up to here
 	for {
 		if w.main.ready != nil && w.main.ready.ready() {
 			w.handoff(self, w.main)

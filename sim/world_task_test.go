@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // A task that exits with runtime.Goexit fails the run with its reason, and
@@ -77,5 +79,51 @@ func TestCloseRunsDeferredCallsOfBlockedTasks(t *testing.T) {
 	want := "a defer, a outer defer, b defer, b outer defer"
 	if s := strings.Join(got, ", "); s != want {
 		t.Fatalf("got %s, want %s", s, want)
+	}
+}
+
+// Wait wakes on a channel of the user's own that another task sends on,
+// and on one the caller of Run closes between runs, as it does on a watch
+// the simulation fires: a waiter that found its channels empty looks again
+// after any user code has run, not only after the simulation delivered
+// a watch.
+func TestWaitWakesOnChannelsUserCodeSendsOnOrCloses(t *testing.T) {
+	w := New(Config{Seed: 1})
+	defer w.Close()
+	c, err := w.NewClient(ClientConfig{SessionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent, closed := make(chan zk.Event, 1), make(chan zk.Event)
+	var gotSent, gotClosed zk.Event
+	var sentErr, closedErr error
+	var sentAt, closedAt time.Duration
+	w.Go(c, "waits for a send", func(ctx context.Context) {
+		gotSent, sentErr = c.Wait(ctx, sent)
+		sentAt = w.Now()
+	})
+	w.Go(c, "waits for a close", func(ctx context.Context) {
+		gotClosed, closedErr = c.Wait(ctx, closed)
+		closedAt = w.Now()
+	})
+	w.Go(c, "sender", func(ctx context.Context) {
+		c.Sleep(ctx, 3*time.Second) // the waiters look, and keep looking, meanwhile
+		sent <- zk.Event{Type: zk.EventNodeCreated, Path: "/mine"}
+	})
+	if err := w.RunFor(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if sentErr != nil || gotSent.Path != "/mine" || sentAt != 3*time.Second {
+		t.Fatalf("Wait on the sent channel: %+v, %v at %v; want /mine at 3s", gotSent, sentErr, sentAt)
+	}
+	if closedAt != 0 {
+		t.Fatalf("Wait on the open channel returned at %v with %+v, %v", closedAt, gotClosed, closedErr)
+	}
+	close(closed)
+	if err := w.RunFor(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if closedErr != nil || closedAt != 5*time.Second || gotClosed != (zk.Event{}) {
+		t.Fatalf("Wait on the closed channel: %+v, %v at %v; want the zero event at 5s", gotClosed, closedErr, closedAt)
 	}
 }
