@@ -44,6 +44,7 @@ func golden(t *testing.T, name, got string) {
 
 // Every command's output is a golden file, and its exit code is checked.
 func TestCommands(t *testing.T) {
+	t.Parallel() // simulation only: it runs beside the others once the real servers' tests are done
 	for _, tc := range []struct {
 		golden string
 		args   []string
@@ -151,6 +152,7 @@ func TestHelpEverywhere(t *testing.T) {
 // The same command with the same seed prints the same output, byte for
 // byte.
 func TestDeterministicOutput(t *testing.T) {
+	t.Parallel() // simulation only: it runs beside the others once the real servers' tests are done
 	out := t.TempDir()
 	for _, args := range [][]string{
 		{"herd", "--clients", "10", "--seed", "7"},
@@ -167,6 +169,7 @@ func TestDeterministicOutput(t *testing.T) {
 // A failure found by explore replays from its file with `zklab run` to the
 // same violation, and the file prints back as it was written.
 func TestExploreRunRoundTrip(t *testing.T) {
+	t.Parallel() // simulation only: it runs beside the others once the real servers' tests are done
 	dir := t.TempDir()
 	code, out, errOut := zklab(t, "explore", "--recipe", "unprotected-lock", "--runs", "500", "--out", dir)
 	if code != 1 {
@@ -273,6 +276,7 @@ func TestOnRealZooKeeper(t *testing.T) {
 // neither. Each file of testdata/contract says in a comment what it must
 // give; the verdict line names the rule that decided.
 func TestExitCodeContract(t *testing.T) {
+	t.Parallel() // simulation only: it runs beside the others once the real servers' tests are done
 	for _, tc := range []struct {
 		file    string
 		code    int
@@ -307,6 +311,7 @@ func TestExitCodeContract(t *testing.T) {
 // 'zklab run DIR' runs every scenario of the directory, one line each,
 // and exits with the worst code; --junit writes the JUnit report.
 func TestRunDirectory(t *testing.T) {
+	t.Parallel() // simulation only: it runs beside the others once the real servers' tests are done
 	junit := filepath.Join(t.TempDir(), "junit.xml")
 	code, out, errOut := zklab(t, "run", "testdata/contract", "--junit", junit)
 	if code != 1 || errOut != "zklab run: testdata/contract: 2 of 7 scenarios failed\n" {
