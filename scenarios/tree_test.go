@@ -2,11 +2,14 @@ package scenarios
 
 import (
 	"context"
+	"path"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zklab/zklab/sim"
+	"pgregory.net/rapid"
 )
 
 // TestServerTreeFollowsTheServer: the tree the checks read is the
@@ -127,4 +130,26 @@ func TestServerTreeNamesCreatorsOnAnEnsemble(t *testing.T) {
 	if len(want) > 0 {
 		t.Errorf("no lives of %v", want)
 	}
+}
+
+// parentDir is path.Dir for every path, clean or not, and childPath is
+// path.Join for a clean directory and a name the server could list.
+func TestTreePathsArePathPackages(t *testing.T) {
+	for _, p := range []string{"/", "/a", "/a/b", "/a/b/", "/dir/lock-", "/a//b", "/a/./b", "/a/../b", "/a/.", "/a/..", "a/b", "./a/b", "", "/.a/b", "/a.b/c"} {
+		if got, want := parentDir(p), path.Dir(p); got != want {
+			t.Errorf("parentDir(%q) = %q, path.Dir says %q", p, got, want)
+		}
+	}
+	piece := rapid.SampledFrom([]string{"/", "a", "b", ".", "..", "lock-", "0000000001"})
+	rapid.Check(t, func(t *rapid.T) {
+		p := strings.Join(rapid.SliceOfN(piece, 0, 8).Draw(t, "pieces"), "")
+		if got, want := parentDir(p), path.Dir(p); got != want {
+			t.Fatalf("parentDir(%q) = %q, path.Dir says %q", p, got, want)
+		}
+		dir := path.Clean("/" + p)
+		name := rapid.StringMatching(`[a-z0-9-]{1,12}`).Draw(t, "name")
+		if got, want := childPath(dir, name), path.Join(dir, name); got != want {
+			t.Fatalf("childPath(%q, %q) = %q, path.Join says %q", dir, name, got, want)
+		}
+	})
 }
