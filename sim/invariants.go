@@ -123,7 +123,16 @@ func (s *Server) checkNodeInvariants(path string, n *znode) error {
 // checkSessionInvariants checks the sessions and connections of
 // CheckInvariants.
 func (s *Server) checkSessionInvariants() error {
-	for id, sess := range s.sessions {
+	if len(s.sessionsByID) != len(s.sessions) {
+		return fmt.Errorf("sim: invariant: %d sessions listed in id order, %d held", len(s.sessionsByID), len(s.sessions))
+	}
+	for i, sess := range s.sessionsByID {
+		if s.sessions[sess.id] != sess || (i > 0 && s.sessionsByID[i-1].id >= sess.id) {
+			return fmt.Errorf("sim: invariant: session %#x is listed out of order or is not the one held", sess.id)
+		}
+	}
+	for _, sess := range s.sessionsByID {
+		id := sess.id
 		if sess.ephemerals == nil {
 			continue
 		}

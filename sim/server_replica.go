@@ -319,7 +319,7 @@ func (s *Server) ApplyRecord(r *TxnRecord) {
 		}
 		t := s.begin()
 		sess := &serverSession{id: r.Session, passwd: sessionPasswd(r.Session), timeoutMs: r.TimeoutMs}
-		s.sessions[r.Session] = sess
+		s.addSession(sess)
 		s.touch(r.TimeMs, sess)
 		if onThis && s.conns[r.Conn] == 0 {
 			sess.conn = r.Conn

@@ -136,10 +136,10 @@ func RestoreServer(snapshot []byte) (*Server, error) {
 		if passwd == nil && x.PasswdSet {
 			passwd = []byte{}
 		}
-		s.sessions[x.ID] = &serverSession{
+		s.addSession(&serverSession{
 			id: x.ID, passwd: passwd, timeoutMs: x.TimeoutMs, expiresMs: x.ExpiresMs,
 			conn: x.Conn, ephemerals: restoreSet(x.Ephemerals), closing: x.Closing,
-		}
+		})
 	}
 	for _, c := range st.Conns {
 		s.conns[c.ID] = c.Session

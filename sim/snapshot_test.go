@@ -274,6 +274,8 @@ func TestSnapshotKnowsEveryServerField(t *testing.T) {
 		"freeNodes",
 		// a cache of lookups in the tree, which a restored server rebuilds
 		"lookups",
+		// the sessions again, in id order, which restoring them rebuilds
+		"sessionsByID",
 		// a leader's prep server's, which is never snapshotted
 		"prep", "prepWrite",
 	}
