@@ -57,8 +57,8 @@ func (s *Server) Snapshot() ([]byte, error) {
 			ACL: uint32(n.acl),
 		})
 	}
-	for _, id := range slices.Sorted(maps.Keys(s.sessions)) {
-		sess := s.sessions[id]
+	for _, sess := range s.sessionsByID {
+		id := sess.id
 		st.Sessions = append(st.Sessions, snapSession{
 			ID: id, Passwd: sess.passwd, PasswdSet: sess.passwd != nil, TimeoutMs: sess.timeoutMs, ExpiresMs: sess.expiresMs,
 			Conn: sess.conn, Ephemerals: snapSet(sess.ephemerals), Closing: sess.closing,
