@@ -132,8 +132,9 @@ func TestServerTreeNamesCreatorsOnAnEnsemble(t *testing.T) {
 	}
 }
 
-// parentDir is path.Dir for every path, clean or not, and childPath is
-// path.Join for a clean directory and a name the server could list.
+// parentDir is path.Dir for every path, clean or not; childPath is
+// path.Join for a clean directory and a name the server could list, and
+// splitServerPath takes such a path apart again.
 func TestTreePathsArePathPackages(t *testing.T) {
 	for _, p := range []string{"/", "/a", "/a/b", "/a/b/", "/dir/lock-", "/a//b", "/a/./b", "/a/../b", "/a/.", "/a/..", "a/b", "./a/b", "", "/.a/b", "/a.b/c"} {
 		if got, want := parentDir(p), path.Dir(p); got != want {
@@ -151,5 +152,60 @@ func TestTreePathsArePathPackages(t *testing.T) {
 		if got, want := childPath(dir, name), path.Join(dir, name); got != want {
 			t.Fatalf("childPath(%q, %q) = %q, path.Join says %q", dir, name, got, want)
 		}
+		if gotDir, gotName := splitServerPath(path.Join(dir, name)); gotDir != dir || gotName != name {
+			t.Fatalf("splitServerPath(%q) = %q, %q; want %q, %q", path.Join(dir, name), gotDir, gotName, dir, name)
+		}
 	})
+}
+
+// A create's look narrows to the node it made only when every other child
+// of its directory has a life already; otherwise it looks at the whole
+// directory, as it must when the directory's children came from a multi
+// before any create went there, or when a multi deleted a node and made
+// another of the same name.
+func TestServerTreeCreateLooksAtTheWholeDirectoryWhenItMust(t *testing.T) {
+	obs := newObserver(false, 1)
+	w := sim.New(sim.Config{Seed: 1, Strategy: firstStrategy{}, Trace: obs, MaxTime: time.Hour})
+	obs.w, obs.tree.server = w, w.Server()
+	open := zk.WorldACL(zk.PermAll)
+	c, _ := w.NewClient(sim.ClientConfig{SessionTimeout: 10 * time.Second})
+	w.Go(c, "c1", func(ctx context.Context) {
+		must := func(err error) {
+			if err != nil {
+				t.Errorf("c1: %v", err)
+			}
+		}
+		create := func(p string) { _, err := c.Create(ctx, p, nil, 0, open); must(err) }
+		create("/d")
+		// /m/a comes from a multi, before /m is a create's directory.
+		_, err := c.Multi(ctx, &zk.CreateRequest{Path: "/m", Acl: open}, &zk.CreateRequest{Path: "/m/a", Acl: open})
+		must(err)
+		create("/m/b")
+		create("/m/x")
+		// A multi ends /m/x's life and makes another /m/x.
+		_, err = c.Multi(ctx, &zk.DeleteRequest{Path: "/m/x", Version: -1}, &zk.CreateRequest{Path: "/m/x", Acl: open})
+		must(err)
+		create("/m/y")
+		create("/m/z")
+	})
+	if err := w.Run(); err != nil {
+		t.Fatal(err)
+	}
+	obs.tree.flush()
+	w.Close()
+	lives := map[string][]*znodeLife{}
+	for _, z := range obs.tree.lives {
+		lives[z.path] = append(lives[z.path], z)
+	}
+	for _, p := range []string{"/d", "/m", "/m/a", "/m/b", "/m/y", "/m/z"} {
+		if len(lives[p]) != 1 || lives[p][0].ended {
+			t.Errorf("%s: want one life, not ended; have %d", p, len(lives[p]))
+		}
+	}
+	if x := lives["/m/x"]; len(x) != 2 || !x[0].ended || x[1].ended || x[0].czxid == x[1].czxid {
+		t.Errorf("/m/x: want an ended life and a live one of another node; have %d", len(x))
+	}
+	if z := lives["/m/z"]; len(z) != 1 || !z[0].created || z[0].creator != 1 {
+		t.Errorf("/m/z: want a life created by c1")
+	}
 }
