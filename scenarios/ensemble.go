@@ -3,7 +3,6 @@ package scenarios
 import (
 	"errors"
 	"fmt"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -206,7 +205,7 @@ func (r *runner) checkEnsembleZnodes(ops []sim.Operation, lastStep uint64, timeo
 // start and end are the steps at which the view first showed the change.
 func (t *serverTree) ensembleEvent(e sim.Event) {
 	if e.Kind == "apply" && (e.Op == "create" || e.Op == "createContainer" || e.Op == "createTTL") {
-		t.addDir(path.Dir(e.Path))
+		t.addDir(parentDir(e.Path))
 	}
 	s := t.view()
 	if s == t.server && s.LastZxid() == t.lastZxid {
@@ -269,8 +268,8 @@ func (t *serverTree) lookAtChanges(s *sim.Server, from uint64, w sim.Event, befo
 	if created != "" {
 		// The directory's one child without a life is the one created:
 		// every other was there at the last look, which gave it one.
-		if dir, name := path.Split(created); t.dirs[path.Clean(dir)] {
-			t.scanChild(path.Clean(dir), name, w, before)
+		if dir, name := splitServerPath(created); t.dirs[dir] {
+			t.scanChild(dir, name, w, before)
 		}
 		return true
 	}
