@@ -268,7 +268,7 @@ func (t *serverTree) lookAtChanges(s *sim.Server, from uint64, w sim.Event, befo
 	if created != "" {
 		// The directory's one child without a life is the one created:
 		// every other was there at the last look, which gave it one.
-		if dir, name := splitServerPath(created); t.dirs[dir] {
+		if dir, name := sim.SplitPath(created); t.dirs[dir] {
 			t.scanChild(dir, name, w, before)
 		}
 		return true

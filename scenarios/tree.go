@@ -190,7 +190,7 @@ func (t *serverTree) lookAtCreated(dir string, changesBefore uint64, w sim.Event
 	if !ok || !c.Created {
 		return false
 	}
-	parent, name := splitServerPath(c.Path)
+	parent, name := sim.SplitPath(c.Path)
 	if parent != dir {
 		return false
 	}
@@ -215,7 +215,7 @@ func (t *serverTree) scanChild(dir, name string, w sim.Event, zxidBefore int64) 
 	if known[name] {
 		return
 	}
-	p := childPath(dir, name)
+	p := sim.JoinPath(dir, name)
 	czxid, owner, ok := t.server.NodeIdentity(p)
 	if !ok {
 		return
@@ -255,7 +255,7 @@ func (t *serverTree) recheck(p string, step uint64, op string, by int) {
 	if i, ok := slices.BinarySearch(t.liveList, p); ok {
 		t.liveList = slices.Delete(t.liveList, i, i+1)
 	}
-	dir, name := splitServerPath(p)
+	dir, name := sim.SplitPath(p)
 	delete(t.liveNames[dir], name)
 }
 
@@ -409,25 +409,4 @@ func parentDir(p string) string {
 		return path.Dir(p)
 	}
 	return p[:i]
-}
-
-// splitServerPath is parentDir and path.Base for a path the server has
-// (a live node's, a created one's): clean, so its parent is what comes
-// before its last slash.
-func splitServerPath(p string) (dir, name string) {
-	i := strings.LastIndexByte(p, '/')
-	if i == 0 {
-		return "/", p[1:]
-	}
-	return p[:i], p[i+1:]
-}
-
-// childPath is path.Join for a child the server lists in dir, a clean
-// path: the server's names have no slash and are never "." or ".."
-// (PathUtils.validatePath refuses them).
-func childPath(dir, name string) string {
-	if dir == "/" {
-		return "/" + name
-	}
-	return dir + "/" + name
 }

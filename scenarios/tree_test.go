@@ -132,9 +132,9 @@ func TestServerTreeNamesCreatorsOnAnEnsemble(t *testing.T) {
 	}
 }
 
-// parentDir is path.Dir for every path, clean or not; childPath is
+// parentDir is path.Dir for every path, clean or not; sim.JoinPath is
 // path.Join for a clean directory and a name the server could list, and
-// splitServerPath takes such a path apart again.
+// sim.SplitPath takes such a path apart again.
 func TestTreePathsArePathPackages(t *testing.T) {
 	for _, p := range []string{"/", "/a", "/a/b", "/a/b/", "/dir/lock-", "/a//b", "/a/./b", "/a/../b", "/a/.", "/a/..", "a/b", "./a/b", "", "/.a/b", "/a.b/c"} {
 		if got, want := parentDir(p), path.Dir(p); got != want {
@@ -149,11 +149,11 @@ func TestTreePathsArePathPackages(t *testing.T) {
 		}
 		dir := path.Clean("/" + p)
 		name := rapid.StringMatching(`[a-z0-9-]{1,12}`).Draw(t, "name")
-		if got, want := childPath(dir, name), path.Join(dir, name); got != want {
-			t.Fatalf("childPath(%q, %q) = %q, path.Join says %q", dir, name, got, want)
+		if got, want := sim.JoinPath(dir, name), path.Join(dir, name); got != want {
+			t.Fatalf("sim.JoinPath(%q, %q) = %q, path.Join says %q", dir, name, got, want)
 		}
-		if gotDir, gotName := splitServerPath(path.Join(dir, name)); gotDir != dir || gotName != name {
-			t.Fatalf("splitServerPath(%q) = %q, %q; want %q, %q", path.Join(dir, name), gotDir, gotName, dir, name)
+		if gotDir, gotName := sim.SplitPath(path.Join(dir, name)); gotDir != dir || gotName != name {
+			t.Fatalf("sim.SplitPath(%q) = %q, %q; want %q, %q", path.Join(dir, name), gotDir, gotName, dir, name)
 		}
 	})
 }

@@ -189,6 +189,15 @@ func parentOf(path string) (parent, name string) {
 	return path[:i], path[i+1:]
 }
 
+// SplitPath is the server's own split of a path it has (valid, not the
+// root) into its parent's path and its last name, for a driver that
+// follows the tree (scenarios' observer).
+func SplitPath(path string) (parent, name string) { return parentOf(path) }
+
+// JoinPath is the path of the child name of parent, as the server builds
+// it.
+func JoinPath(parent, name string) string { return joinPath(parent, name) }
+
 func joinPath(parent, name string) string {
 	if parent == "/" {
 		return "/" + name
