@@ -21,9 +21,16 @@ GO ?= go
 # minute. The whole suite cross-checked, about 2m40s more on an idle
 # machine, would take make test past its ~17 minutes: it runs with
 # ZKLAB_XCHK_GOZK=1 go test -count=1 -timeout 40m -run CrossChecked ./cmd/zklab
+#
+# The other packages start longest first: go test runs two at a time, in
+# the order it is given them, and in list order the three long ones
+# (recipes 5 min, sim/difftest 4, scenarios 3.5 with the race detector)
+# fell to one slot one after another while the other finished early.
+LONG_PACKAGES = ./recipes ./sim/difftest ./scenarios
+
 test: deps vet
 	$(GO) test -race -count=1 -timeout 45m ./cmd/zklab
-	$(GO) test -race -count=1 -timeout 45m $$($(GO) list ./... | grep -v '/cmd/zklab$$')
+	$(GO) test -race -count=1 -timeout 45m $(LONG_PACKAGES) $$($(GO) list ./... | grep -v -e '/cmd/zklab$$' -e '/recipes$$' -e '/sim/difftest$$' -e '/scenarios$$')
 	$(MAKE) fuzz
 
 FUZZTIME ?= 10s
