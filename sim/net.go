@@ -140,10 +140,10 @@ func (w *World) pruneConns() {
 // drainServer routes what the server sent onto its connections; output
 // for a connection the client has closed is lost.
 func (w *World) drainServer() {
-	if w.ens == nil && w.moveOutputs() {
+	outputs := w.serverOutputs()
+	if w.ens == nil && w.moveOutputs(outputs) {
 		return
 	}
-	outputs := w.serverOutputs()
 	for i := range outputs {
 		o := &outputs[i] // not a copy: an Output is some 370 bytes
 		conn := w.connByID(o.Conn)
@@ -160,8 +160,7 @@ func (w *World) drainServer() {
 // request's reply is but for watch events: the queue takes the server's
 // storage, and the server the queue's (BenchmarkSimThroughput spent 2% of
 // its time copying replies into the queue). It reports whether it did.
-func (w *World) moveOutputs() bool {
-	outputs := w.server.outputs
+func (w *World) moveOutputs(outputs []Output) bool {
 	if len(outputs) == 0 {
 		return true
 	}
@@ -176,7 +175,8 @@ func (w *World) moveOutputs() bool {
 		return false
 	}
 	q := &conn.toClient
-	q.items, q.head = w.server.SwapOutputs(q.items), 0
+	w.server.KeepOutputs(q.items)
+	q.items, q.head = outputs, 0
 	return true
 }
 

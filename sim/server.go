@@ -279,16 +279,12 @@ func (s *Server) Outputs() []Output {
 	return out
 }
 
-// SwapOutputs is Outputs for a driver that keeps them: it returns what the
-// server has sent since the last call, and the server writes on into
-// spare's storage from now on. A driver that queues a server's outputs
-// whole trades its empty queue's storage for them this way instead of
-// copying each output (some 380 bytes) in.
-func (s *Server) SwapOutputs(spare []Output) []Output {
-	out := s.outputs
-	s.outputs = spare[:0]
-	return out
-}
+// KeepOutputs lets the caller keep the slice Outputs returned last, past
+// the next call into the server, which writes its outputs into spare's
+// storage from now on. A driver that queues a server's outputs whole
+// trades its empty queue's storage for them this way, instead of copying
+// each output (some 380 bytes) in.
+func (s *Server) KeepOutputs(spare []Output) { s.outputs = spare[:0] }
 
 func (s *Server) send(o Output) { s.outputs = append(s.outputs, o) }
 
