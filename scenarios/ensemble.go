@@ -205,7 +205,9 @@ func (r *runner) checkEnsembleZnodes(ops []sim.Operation, lastStep uint64, timeo
 // start and end are the steps at which the view first showed the change.
 func (t *serverTree) ensembleEvent(e sim.Event) {
 	if e.Kind == "apply" && (e.Op == "create" || e.Op == "createContainer" || e.Op == "createTTL") {
-		t.addDir(parentDir(e.Path))
+		if t.addDir(parentDir(e.Path)) {
+			t.rescan = true // the next look scans it
+		}
 	}
 	s := t.view()
 	if s == t.server && s.LastZxid() == t.lastZxid {
@@ -285,6 +287,7 @@ func (t *serverTree) lookAtChanges(s *sim.Server, from uint64, w sim.Event, befo
 // transaction that made it.
 func (o *observer) followEnsemble(w *sim.World) {
 	o.tree.view = committedView(w)
+	o.tree.rescan = true // the first look looks at everything
 	o.tree.creatorOf = func(czxid int64) int {
 		s, ok := w.TxnSession(czxid)
 		if !ok || s == 0 {

@@ -72,8 +72,9 @@ type serverTree struct {
 	// changes since the last: a directory was added since, or a look
 	// ended a life whose path has another node (a node deleted and
 	// created again is found by the look after the one that ended its
-	// last life). The standalone server's tree narrows a create's look
-	// (lookAtCreated) and clears rescan when it has looked at everything.
+	// last life). The ensemble's first look is a rescan (followEnsemble);
+	// the standalone server's tree adds a directory only as it scans it
+	// whole (scanDir), so there a new directory needs no rescan.
 	treeChanges uint64
 	rescan      bool
 	// lookAtEverything turns lookAtChanges off (RunOptions'), for the
@@ -87,7 +88,7 @@ type serverTree struct {
 }
 
 func newServerTree() *serverTree {
-	return &serverTree{live: map[string]*znodeLife{}, liveNames: map[string]map[string]bool{}, dirs: map[string]bool{}, rescan: true}
+	return &serverTree{live: map[string]*znodeLife{}, liveNames: map[string]map[string]bool{}, dirs: map[string]bool{}}
 }
 
 // isTreeWrite reports whether an op can create or remove nodes.
@@ -148,15 +149,10 @@ func (t *serverTree) settle() {
 	t.lastZxid = t.server.LastZxid()
 	changesBefore := t.treeChanges
 	t.treeChanges = t.server.TreeChanges()
-	if len(t.dirs) == 0 {
-		t.rescan = false // no directory to hold a child without a life
-	}
 	switch w.Op {
 	case "create", "createContainer", "createTTL":
 		if dir := parentDir(w.Path); !t.lookAtCreated(dir, changesBefore, w, zxidBefore) {
-			rescan := t.rescan
 			t.scanDir(dir, w, zxidBefore)
-			t.rescan = rescan // dir, added or not, has just been looked at whole
 		}
 	case "delete":
 		t.recheck(w.Path, w.Step, w.Op, w.Client)
@@ -283,13 +279,15 @@ func (t *serverTree) lifeAt(p string, step uint64) *znodeLife {
 	return nil
 }
 
-// addDir notes a directory a create went to.
-func (t *serverTree) addDir(dir string) {
-	if !t.dirs[dir] {
-		t.dirs[dir] = true
-		t.rescan = true
-		insertSorted(&t.dirList, dir)
+// addDir notes a directory a create went to, and reports whether it is
+// new.
+func (t *serverTree) addDir(dir string) bool {
+	if t.dirs[dir] {
+		return false
 	}
+	t.dirs[dir] = true
+	insertSorted(&t.dirList, dir)
+	return true
 }
 
 // dirPaths is the directories creates went to, in order, as they stand
