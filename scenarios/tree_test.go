@@ -12,15 +12,22 @@ import (
 	"pgregory.net/rapid"
 )
 
+// observedServer is a world of the standalone server, scheduled in order
+// (firstStrategy), whose observer's tree follows its server.
+func observedServer(clients int) (*observer, *sim.World) {
+	obs := newObserver(false, clients)
+	w := sim.New(sim.Config{Seed: 1, Strategy: firstStrategy{}, Trace: obs, MaxTime: time.Hour})
+	obs.w, obs.tree.server = w, w.Server()
+	return obs, w
+}
+
 // TestServerTreeFollowsTheServer: the tree the checks read is the
 // server's own: a node's life begins at the create the server applied
 // (a sequential node under its real name), ends at the delete the server
 // applied (not at one it refused), and an ephemeral's life ends when its
 // session is closed by its client or expired by the server.
 func TestServerTreeFollowsTheServer(t *testing.T) {
-	obs := newObserver(false, 2)
-	w := sim.New(sim.Config{Seed: 1, Strategy: firstStrategy{}, Trace: obs, MaxTime: time.Hour})
-	obs.w, obs.tree.server = w, w.Server()
+	obs, w := observedServer(2)
 	open := zk.WorldACL(zk.PermAll)
 	c1, _ := w.NewClient(sim.ClientConfig{SessionTimeout: 2 * time.Second})
 	c2, _ := w.NewClient(sim.ClientConfig{SessionTimeout: 2 * time.Second})
@@ -164,9 +171,7 @@ func TestTreePathsArePathPackages(t *testing.T) {
 // before any create went there, or when a multi deleted a node and made
 // another of the same name.
 func TestServerTreeCreateLooksAtTheWholeDirectoryWhenItMust(t *testing.T) {
-	obs := newObserver(false, 1)
-	w := sim.New(sim.Config{Seed: 1, Strategy: firstStrategy{}, Trace: obs, MaxTime: time.Hour})
-	obs.w, obs.tree.server = w, w.Server()
+	obs, w := observedServer(1)
 	open := zk.WorldACL(zk.PermAll)
 	c, _ := w.NewClient(sim.ClientConfig{SessionTimeout: 10 * time.Second})
 	w.Go(c, "c1", func(ctx context.Context) {
