@@ -571,9 +571,32 @@ func (c *Client) notifyWatches(ev zk.Event) {
 			ch <- ev
 			close(ch)
 			c.w.channelChanges++
+			c.w.watchDeliveries++
 		}
 		c.forgetWatch(k)
 	}
+}
+
+// ownsWatches reports whether every channel is one of c's watches that
+// has not fired yet: only the simulation can send on those or close them.
+func (c *Client) ownsWatches(chans []<-chan zk.Event) bool {
+	for _, ch := range chans {
+		if !c.ownsWatch(ch) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Client) ownsWatch(ch <-chan zk.Event) bool {
+	for _, k := range c.watchOrder {
+		for _, own := range c.watchers[k] {
+			if (<-chan zk.Event)(own) == ch {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (c *Client) forgetWatch(k watchKey) {
@@ -593,6 +616,7 @@ func (c *Client) invalidateWatches(err error) {
 			ch <- ev
 			close(ch)
 			c.w.channelChanges++
+			c.w.watchDeliveries++
 		}
 	}
 	if len(order) > 0 {

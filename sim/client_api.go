@@ -542,8 +542,9 @@ func (c *Client) Wait(ctx context.Context, watches ...<-chan zk.Event) (zk.Event
 	} else {
 		ww = new(watchWait) // block refuses it
 	}
-	ww.c, ww.ctx = c, ctx
+	ww.c, ww.ctx, ww.ctxCanEnd = c, ctx, canEnd(ctx)
 	ww.watches = append(ww.watches[:0], watches...)
+	ww.simOnly = c.ownsWatches(watches)
 	c.w.block(ww)
 	got, fired := ww.got, ww.fired
 	ww.reset()
@@ -558,13 +559,18 @@ func (c *Client) Wait(ctx context.Context, watches ...<-chan zk.Event) (zk.Event
 
 // watchWait is what a task blocked in Wait waits for.
 type watchWait struct {
-	c       *Client
-	ctx     context.Context
-	watches []<-chan zk.Event
-	got     zk.Event
-	fired   bool
+	c         *Client
+	ctx       context.Context
+	ctxCanEnd bool
+	watches   []<-chan zk.Event
+	got       zk.Event
+	fired     bool
+	// simOnly says every channel is one of the client's unfired watches,
+	// which only the simulation's deliveries can make ready.
+	simOnly bool
 	// looked and lookedAt say that no watch was ready when the world's
-	// channelChanges was lookedAt: none can be until it moves on.
+	// count of changes (watchDeliveries if simOnly, else channelChanges)
+	// was lookedAt: none can be until it moves on.
 	looked   bool
 	lookedAt uint64
 }
@@ -577,8 +583,14 @@ func (ww *watchWait) ready() bool {
 	// receive on each channel was 6% of an exploration. A channel turns
 	// ready only when it is sent on or closed, and only the simulation and
 	// user code (each counted in channelChanges) do that; a receive
-	// elsewhere can only empty it.
-	if changes := ww.c.w.channelChanges; !ww.looked || ww.lookedAt != changes {
+	// elsewhere can only empty it. User code returns to the scheduler at
+	// nearly every step, so a waiter on the simulation's own watches
+	// counts only their deliveries (2% of an exploration).
+	changes := ww.c.w.channelChanges
+	if ww.simOnly {
+		changes = ww.c.w.watchDeliveries
+	}
+	if !ww.looked || ww.lookedAt != changes {
 		for _, ch := range ww.watches {
 			// The simulation is not running while this runs: a
 			// non-blocking receive is exact.
@@ -591,7 +603,7 @@ func (ww *watchWait) ready() bool {
 		}
 		ww.looked, ww.lookedAt = true, changes
 	}
-	return ww.ctx.Err() != nil || ww.c.crashed
+	return ww.ctxCanEnd && ww.ctx.Err() != nil || ww.c.crashed
 }
 
 // reset clears the record for the task's next Wait, keeping the buffer.
@@ -660,7 +672,7 @@ func (c *Client) Sleep(ctx context.Context, d time.Duration) error {
 	} else {
 		s = new(sleep) // block refuses it
 	}
-	s.c, s.ctx, s.woke = c, ctx, false
+	s.c, s.ctx, s.ctxCanEnd, s.woke = c, ctx, canEnd(ctx), false
 	if s.wake == nil {
 		s.wake = func() { s.woke = true }
 	}
@@ -680,14 +692,20 @@ func (c *Client) Sleep(ctx context.Context, d time.Duration) error {
 
 // sleep is what a task blocked in Sleep waits for: its timer, or ctx.
 type sleep struct {
-	c     *Client
-	ctx   context.Context
-	woke  bool
-	wake  func() // the timer's callback, made once per task
-	timer timer
+	c         *Client
+	ctx       context.Context
+	ctxCanEnd bool
+	woke      bool
+	wake      func() // the timer's callback, made once per task
+	timer     timer
 }
 
-func (s *sleep) ready() bool { return s.woke || s.ctx.Err() != nil || s.c.crashed }
+func (s *sleep) ready() bool { return s.woke || s.ctxCanEnd && s.ctx.Err() != nil || s.c.crashed }
+
+// canEnd reports whether ctx can ever be done. The scheduler asks every
+// waiter at every step; a task's own context, context.Background, never
+// ends, and asking it was 1% of an exploration.
+func canEnd(ctx context.Context) bool { return ctx != context.Background() }
 
 // WithTimeout is context.WithTimeout in virtual time.
 func (c *Client) WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {

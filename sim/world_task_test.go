@@ -127,3 +127,53 @@ func TestWaitWakesOnChannelsUserCodeSendsOnOrCloses(t *testing.T) {
 		t.Fatalf("Wait on the closed channel: %+v, %v at %v; want the zero event at 5s", gotClosed, closedErr, closedAt)
 	}
 }
+
+// A waiter on its client's own watch alone looks again only when the
+// simulation delivers to a watch; one that also waits on a channel of its
+// own must look whenever user code ran, or it misses the send.
+func TestWaitOnAWatchAndAChannelOfItsOwnWakesOnEither(t *testing.T) {
+	w := New(Config{Seed: 1})
+	defer w.Close()
+	c, err := w.NewClient(ClientConfig{SessionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := make(chan zk.Event, 1)
+	var mixed, watchOnly zk.Event
+	var mixedAt, watchOnlyAt time.Duration
+	w.Go(c, "waits on a watch and its own channel", func(ctx context.Context) {
+		_, _, watch, err := c.ExistsW(ctx, "/a")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		mixed, _ = c.Wait(ctx, watch, mine)
+		mixedAt = w.Now()
+	})
+	w.Go(c, "waits on a watch", func(ctx context.Context) {
+		_, _, watch, err := c.ExistsW(ctx, "/b")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		watchOnly, _ = c.Wait(ctx, watch)
+		watchOnlyAt = w.Now()
+	})
+	w.Go(c, "sends, then creates", func(ctx context.Context) {
+		c.Sleep(ctx, 3*time.Second)
+		mine <- zk.Event{Type: zk.EventNodeCreated, Path: "/mine"}
+		c.Sleep(ctx, time.Second)
+		if _, err := c.Create(ctx, "/b", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := w.RunFor(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if mixed.Path != "/mine" || mixedAt != 3*time.Second {
+		t.Errorf("the waiter on a watch and its own channel got %+v at %v; want /mine at 3s", mixed, mixedAt)
+	}
+	if watchOnly.Type != zk.EventNodeCreated || watchOnly.Path != "/b" || watchOnlyAt < 4*time.Second {
+		t.Errorf("the waiter on a watch got %+v at %v; want /b created after 4s", watchOnly, watchOnlyAt)
+	}
+}
