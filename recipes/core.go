@@ -184,9 +184,8 @@ func parseChild(name string) (child, bool) {
 	if len(name) < sequenceDigits {
 		return child{}, false
 	}
-	digits := name[len(name)-sequenceDigits:]
-	seq, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || seq < 0 {
+	seq, ok := parseSequence(name[len(name)-sequenceDigits:])
+	if !ok || seq < 0 {
 		return child{}, false
 	}
 	kind := name[:len(name)-sequenceDigits]
@@ -198,6 +197,34 @@ func parseChild(name string) (child, bool) {
 		}
 	}
 	return child{name: name, kind: kind, seq: seq}, true
+}
+
+// parseSequence is strconv.ParseInt(digits, 10, 64) for the
+// sequenceDigits characters of a name's suffix: an optional sign, then
+// decimal digits only. ZooKeeper writes a counter past 2^31 with its sign
+// ("-000000001"), which ParseInt reads as negative. Every listing parses
+// every child, and ParseInt's general path was 1.6% of an exploration.
+func parseSequence(digits string) (int64, bool) {
+	i, neg := 0, false
+	if len(digits) > 0 && (digits[0] == '+' || digits[0] == '-') {
+		i, neg = 1, digits[0] == '-'
+	}
+	if i == len(digits) || len(digits) > 18 { // 18 digits cannot overflow
+		n, err := strconv.ParseInt(digits, 10, 64)
+		return n, err == nil
+	}
+	var n int64
+	for ; i < len(digits); i++ {
+		d := digits[i] - '0'
+		if d > 9 {
+			return 0, false
+		}
+		n = n*10 + int64(d)
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // sortChildren parses names and sorts the lock nodes by sequence: the

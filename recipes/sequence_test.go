@@ -1,0 +1,34 @@
+package recipes
+
+import (
+	"strconv"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// parseSequence reads a suffix exactly as strconv.ParseInt(s, 10, 64)
+// does: the same number, and an error for the same strings.
+func TestParseSequenceIsParseInt(t *testing.T) {
+	for _, s := range []string{
+		"0000000000", "0000000001", "2147483647", "9999999999",
+		"-000000001", "-000000000", "+000000001", "-2147483648",
+		"+", "-", "", "00000000a1", "0000_00001", " 000000001", "++00000001",
+		"-+00000001", "00000000:0", "0000000/00", "9223372036854775807", "9223372036854775808", "-9223372036854775808",
+		"99999999999999999999",
+	} {
+		checkParseSequence(t, s)
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.StringOfN(rapid.SampledFrom([]rune("0123456789+-_ a:/")), 0, 22, -1).Draw(t, "s")
+		checkParseSequence(t, s)
+	})
+}
+
+func checkParseSequence(t interface{ Fatalf(string, ...any) }, s string) {
+	want, err := strconv.ParseInt(s, 10, 64)
+	got, ok := parseSequence(s)
+	if ok != (err == nil) || (ok && got != want) {
+		t.Fatalf("parseSequence(%q) = %d, %v; strconv.ParseInt gives %d, %v", s, got, ok, want, err)
+	}
+}
