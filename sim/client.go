@@ -65,6 +65,9 @@ type pending struct {
 	// without error and the type for ErrNoNode (0: none), and the channel.
 	watchOK, watchNoNode watchType
 	watchCh              <-chan zk.Event
+	// task is the task that last blocked on the call, woken when it
+	// completes (task.await).
+	task *task
 }
 
 // Client is a simulated go-zookeeper/zk client connection. Its connection
@@ -433,7 +436,7 @@ func (c *Client) newPending() *pending {
 // record kept for reuse holds on to its last request's and reply's data
 // until the next call.
 func (c *Client) freePending(p *pending) {
-	p.done, p.err, p.watchCh = false, nil, nil
+	p.done, p.err, p.watchCh, p.task = false, nil, nil, nil
 	if len(c.free) < 64 {
 		c.free = append(c.free, p)
 	}
@@ -445,6 +448,14 @@ func (p *pending) ready() bool { return p.done }
 func (p *pending) fail(err error) {
 	p.done = true
 	p.err = err
+	p.wakeTask()
+}
+
+// wakeTask has the scheduler ask the task waiting on the call again.
+func (p *pending) wakeTask() {
+	if p.task != nil {
+		p.task.wake = true
+	}
 }
 
 func (c *Client) nextXid() int32 {
@@ -532,6 +543,7 @@ func (c *Client) completeReply(p *pending) {
 		p.watchCh = c.addWatcher(p.req.Path, p.watchNoNode)
 	}
 	p.done = true
+	p.wakeTask()
 	if p.req.Op == OpCloseSession {
 		// The recv loop ends with io.EOF after the close reply.
 		c.endConn(zk.ErrConnectionClosed)
@@ -572,6 +584,7 @@ func (c *Client) notifyWatches(ev zk.Event) {
 			close(ch)
 			c.w.channelChanges++
 			c.w.watchDeliveries++
+			c.w.wakeWatchers()
 		}
 		c.forgetWatch(k)
 	}
@@ -620,6 +633,7 @@ func (c *Client) invalidateWatches(err error) {
 		}
 	}
 	if len(order) > 0 {
+		c.w.wakeWatchers()
 		c.w.emit(Event{Kind: "watch", Client: c.id, Op: zk.EventNotWatching.String(), Err: err.Error(), Detail: fmt.Sprintf("%d watches", len(order))})
 	}
 	c.watchers = make(map[watchKey][]chan zk.Event)
@@ -737,9 +751,10 @@ func (c *Client) crash() {
 	for _, t := range c.tasks {
 		if !t.done {
 			t.killed = true
-			t.ready = always
+			t.await(always, true)
 		}
 	}
+	c.w.wakeAll() // another client's task may sleep or wait on this one
 	c.w.freeze(c) // its timers never fire again
 	c.frozen = nil
 	c.pausedUntilNs = 0

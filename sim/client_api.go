@@ -109,7 +109,8 @@ func (c *Client) call(ctx context.Context, req *Request, onReply func(error), on
 	} else {
 		c.unsent = append(c.unsent, p)
 	}
-	c.w.block(p)
+	p.task = c.w.current
+	c.w.blockWoken(p, false)
 	// Done: nothing refers to p any more (it left inflight or unsent when
 	// it completed), so it can serve the next call once the caller has
 	// read it.
@@ -545,7 +546,7 @@ func (c *Client) Wait(ctx context.Context, watches ...<-chan zk.Event) (zk.Event
 	ww.c, ww.ctx, ww.ctxCanEnd = c, ctx, canEnd(ctx)
 	ww.watches = append(ww.watches[:0], watches...)
 	ww.simOnly = c.ownsWatches(watches)
-	c.w.block(ww)
+	c.w.blockWoken(ww, !ww.simOnly || ww.ctxCanEnd)
 	got, fired := ww.got, ww.fired
 	ww.reset()
 	if fired {
@@ -669,15 +670,21 @@ func (c *Client) Sleep(ctx context.Context, d time.Duration) error {
 	var s *sleep
 	if t := c.w.current; t != nil {
 		s = &t.sleep // a task sleeps once at a time: reuse its record and timer
+		s.task = t
 	} else {
 		s = new(sleep) // block refuses it
 	}
 	s.c, s.ctx, s.ctxCanEnd, s.woke = c, ctx, canEnd(ctx), false
 	if s.wake == nil {
-		s.wake = func() { s.woke = true }
+		s.wake = func() {
+			s.woke = true
+			if s.task != nil {
+				s.task.wake = true
+			}
+		}
 	}
 	c.w.arm(&s.timer, int64(d), c, "sleep", s.wake)
-	c.w.block(s)
+	c.w.blockWoken(s, s.ctxCanEnd)
 	c.w.stop(&s.timer)
 	woke := s.woke
 	s.c, s.ctx = nil, nil
@@ -697,6 +704,7 @@ type sleep struct {
 	ctxCanEnd bool
 	woke      bool
 	wake      func() // the timer's callback, made once per task
+	task      *task  // the task whose record it is, woken by the timer
 	timer     timer
 }
 

@@ -590,3 +590,37 @@ func TestCrashLeavesCallPending(t *testing.T) {
 		t.Errorf("returned calls %q, want %q", returned, want)
 	}
 }
+
+// A task that sleeps or waits through another client's calls returns when
+// that client crashes, at the moment it crashes: the crash is what makes
+// those calls return, and the scheduler must look again.
+func TestCallsThroughACrashedClientReturnAtTheCrash(t *testing.T) {
+	w, cs := newWorld(t, 8, 2, 4*time.Second)
+	a, b := cs[0], cs[1]
+	var sleptErr, waitedErr error
+	var sleptAt, waitedAt time.Duration
+	w.Go(b, "sleeps through a", func(ctx context.Context) {
+		sleptErr = a.Sleep(ctx, time.Hour)
+		sleptAt = w.Now()
+	})
+	w.Go(b, "waits through a", func(ctx context.Context) {
+		_, _, watch, err := a.ExistsW(ctx, "/never")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		_, waitedErr = a.Wait(ctx, watch)
+		waitedAt = w.Now()
+	})
+	w.Go(b, "crashes a", func(ctx context.Context) {
+		b.Sleep(ctx, 2*time.Second)
+		w.Inject(Fault{Kind: FaultCrash, Client: 1})
+	})
+	run(t, w)
+	if sleptAt != 2*time.Second || sleptErr == nil {
+		t.Errorf("Sleep through the crashed client returned %v at %v; want an error at 2s", sleptErr, sleptAt)
+	}
+	if waitedAt != 2*time.Second || waitedErr == nil {
+		t.Errorf("Wait through the crashed client returned %v at %v; want an error at 2s", waitedErr, waitedAt)
+	}
+}

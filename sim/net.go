@@ -189,12 +189,22 @@ func (w *World) enumerate() []Step {
 		if t.done || t.ready == nil {
 			continue
 		}
+		if !t.wake {
+			// Not ready since last asked, and nothing has woken it
+			// (task.await). The claim is checked now and then.
+			if w.step%64 == 0 && t.ready.ready() {
+				panic(fmt.Sprintf("sim: invariant: task %q is ready at step %d, but nothing woke it", t.name, w.step))
+			}
+			continue
+		}
 		if !t.killed && t.client != nil && (t.client.paused() || t.client.crashed) {
 			continue
 		}
 		if t.ready.ready() {
 			st := addStep(&e)
 			st.Kind, st.Client, st.Task, st.task = StepRunTask, t.client.number(), t.name, t
+		} else if !t.pollAlways {
+			t.wake = false
 		}
 	}
 	if w.ens != nil {

@@ -182,15 +182,23 @@ func (w *World) SessionExpiry(t, timeout time.Duration) time.Duration {
 // control back when it blocks and the scheduler picks another, or when it
 // ends.
 type task struct {
-	name     string
-	client   *Client // the client whose process it belongs to; nil for none
-	fn       func(ctx context.Context)
-	worker   *worker // the coroutine it runs on, from its first step to its end
-	ready    waiter  // nil while runnable or running
-	done     bool
-	killed   bool
-	finished bool // fn returned normally
-	parked   bool // exited with runtime.Goexit: its worker stays parked for good
+	name   string
+	client *Client // the client whose process it belongs to; nil for none
+	fn     func(ctx context.Context)
+	worker *worker // the coroutine it runs on, from its first step to its end
+	ready  waiter  // nil while runnable or running
+	// wake says the scheduler must ask ready whether the task may run:
+	// set by whatever may make its waiter ready (see await), and always
+	// with pollAlways, for a waiter that may turn ready with nothing in
+	// the simulation to say so (a function's condition, a context user
+	// code may cancel, a channel user code may send on). A waiter found
+	// not ready clears it, unless pollAlways.
+	wake       bool
+	pollAlways bool
+	done       bool
+	killed     bool
+	finished   bool // fn returned normally
+	parked     bool // exited with runtime.Goexit: its worker stays parked for good
 
 	// What it waits for in Sleep and Wait, kept to be reused call after call.
 	sleep     sleep
@@ -209,7 +217,7 @@ func (w *World) Go(c *Client, name string, fn func(ctx context.Context)) {
 		panic("sim: Go on a closed world")
 	}
 	t := &task{name: name, client: c, fn: fn}
-	t.ready = always
+	t.await(always, true)
 	w.tasks = append(w.tasks, t)
 	if c != nil {
 		c.tasks = append(c.tasks, t)
@@ -282,9 +290,55 @@ func (f cond) ready() bool { return f() }
 // always is the waiter of a task that may run at once.
 var always = cond(func() bool { return true })
 
+// await makes ready the waiter of blocked task t. The scheduler asked
+// every blocked task's waiter at every step (enumerate was 7% of an
+// exploration); now it asks one with pollAlways false only when it is
+// woken (t.wake), and such a waiter turns ready only by what wakes it:
+//   - a call's record (pending): its completion, by reply or failure;
+//   - a task's sleep, with a context that cannot end: its timer;
+//   - a Wait on the client's own watches alone, with such a context: the
+//     simulation's delivery to a watch (wakeWatchers);
+//   - any of them: the crash of a client (its tasks are killed, and a
+//     waiter of another task may look at the client), and the kill of
+//     the task itself.
+//
+// Any other waiter is asked at every step as before. enumerate asserts,
+// every 64 steps, that no task left unasked was ready.
+func (t *task) await(ready waiter, pollAlways bool) {
+	t.ready, t.wake, t.pollAlways = ready, true, pollAlways
+}
+
+// awaitNotReady is await for a waiter just found not ready: unless it
+// must be polled, the scheduler need not ask it before it is woken.
+func (t *task) awaitNotReady(ready waiter, pollAlways bool) {
+	t.ready, t.wake, t.pollAlways = ready, pollAlways, pollAlways
+}
+
+// wakeAll has the scheduler ask every blocked task.
+func (w *World) wakeAll() {
+	for _, t := range w.tasks {
+		t.wake = true
+	}
+}
+
+// wakeWatchers has the scheduler ask every task blocked in Wait: a watch
+// was delivered.
+func (w *World) wakeWatchers() {
+	for _, t := range w.tasks {
+		if _, ok := t.ready.(*watchWait); ok {
+			t.wake = true
+		}
+	}
+}
+
 // block parks the running task until ready reports true, running the
-// scheduler on this goroutine in the meantime.
-func (w *World) block(ready waiter) {
+// scheduler on this goroutine in the meantime. The scheduler asks ready at
+// every step; blockWoken is for waiters the simulation wakes.
+func (w *World) block(ready waiter) { w.blockWoken(ready, true) }
+
+// blockWoken is block for a waiter that, with pollAlways false, turns
+// ready only by something that wakes the task (task.await).
+func (w *World) blockWoken(ready waiter, pollAlways bool) {
 	t := w.current
 	if t == nil {
 		panic("sim: a blocking call outside a simulated task (use World.Go)")
@@ -295,7 +349,7 @@ func (w *World) block(ready waiter) {
 	if ready.ready() {
 		return
 	}
-	t.ready = ready
+	t.awaitNotReady(ready, pollAlways)
 	w.schedule(t)
 	if t.killed {
 		exitKilled()
@@ -554,6 +608,7 @@ func (w *World) Close() {
 			continue
 		}
 		t.killed = true
+		t.wake = true
 		w.handoff(w.main, t)
 	}
 	w.running = false
