@@ -317,6 +317,25 @@ func (e *Ensemble) Outputs() []Output {
 	return out
 }
 
+// soleOutputs returns the one member whose outputs are all there is to
+// take (Outputs would return exactly its own), if one is; several reports
+// that there is more than one member's to take. With neither, there is
+// nothing.
+func (e *Ensemble) soleOutputs() (sole *Server, several bool) {
+	if len(e.outputs) > 0 {
+		return nil, true
+	}
+	for _, m := range e.members {
+		if len(m.srv.outputs) > 0 {
+			if sole != nil {
+				return nil, true
+			}
+			sole = m.srv
+		}
+	}
+	return sole, false
+}
+
 func (e *Ensemble) collect() {
 	for _, m := range e.members {
 		// Most steps leave every member's outputs empty, and appending
@@ -839,7 +858,7 @@ func (e *Ensemble) Steps(buf []EnsembleStep) []EnsembleStep {
 // exploration's instructions on three servers.
 func (e *Ensemble) appendSteps(buf []Step) []Step {
 	for _, m := range e.members {
-		if m.up && !m.lagging && m.applied < m.commitIdx {
+		if m.applied < m.commitIdx && m.up && !m.lagging { // as a rule, applied is all it knows committed
 			st := addStep(&buf)
 			st.Kind, st.Server = StepApply, m.id
 		}

@@ -89,14 +89,23 @@ func (w *World) disconnectServer(id ConnID) {
 	}
 }
 
-func (w *World) serverOutputs() []Output {
+// serverOutputs returns what the server, or the ensemble's members, sent
+// since the last call, and the server that sent it all when one did (the
+// storage a driver may trade with KeepOutputs), else nil.
+func (w *World) serverOutputs() ([]Output, *Server) {
 	if w.ens == nil {
-		return w.server.Outputs()
+		return w.server.Outputs(), w.server
 	}
 	for _, n := range w.ens.Notes() {
 		w.emit(Event{Kind: "server", Detail: n})
 	}
-	return w.ens.Outputs()
+	switch srv, several := w.ens.soleOutputs(); {
+	case several:
+		return w.ens.Outputs(), nil
+	case srv != nil:
+		return srv.Outputs(), srv
+	}
+	return nil, nil
 }
 
 func (w *World) expireSession(id int64) bool {

@@ -140,8 +140,8 @@ func (w *World) pruneConns() {
 // drainServer routes what the server sent onto its connections; output
 // for a connection the client has closed is lost.
 func (w *World) drainServer() {
-	outputs := w.serverOutputs()
-	if w.ens == nil && w.moveOutputs(outputs) {
+	outputs, from := w.serverOutputs()
+	if from != nil && w.moveOutputs(from, outputs) {
 		return
 	}
 	for i := range outputs {
@@ -155,12 +155,14 @@ func (w *World) drainServer() {
 	}
 }
 
-// moveOutputs queues the single server's outputs without a copy when they
-// are all for one open connection whose to-client queue is empty, which a
-// request's reply is but for watch events: the queue takes the server's
-// storage, and the server the queue's (BenchmarkSimThroughput spent 2% of
-// its time copying replies into the queue). It reports whether it did.
-func (w *World) moveOutputs(outputs []Output) bool {
+// moveOutputs queues outputs, all from server from, without a copy when
+// they are all for one open connection whose to-client queue is empty,
+// which a request's reply is but for watch events: the queue takes the
+// server's storage, and the server the queue's (BenchmarkSimThroughput
+// spent 2% of its time copying replies into the queue). On an ensemble,
+// the member that answered is the one server with outputs. It reports
+// whether it did.
+func (w *World) moveOutputs(from *Server, outputs []Output) bool {
 	if len(outputs) == 0 {
 		return true
 	}
@@ -175,7 +177,7 @@ func (w *World) moveOutputs(outputs []Output) bool {
 		return false
 	}
 	q := &conn.toClient
-	w.server.KeepOutputs(q.items)
+	from.KeepOutputs(q.items)
 	q.items, q.head = outputs, 0
 	return true
 }
