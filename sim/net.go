@@ -187,6 +187,7 @@ func (w *World) moveOutputs(from *Server, outputs []Output) bool {
 // to-client), due timers by time and creation.
 func (w *World) enumerate() []Step {
 	e := w.enabled[:0]
+	checkUnwoken := w.step%64 == 0
 	for _, t := range w.tasks {
 		if t.done || t.ready == nil {
 			continue
@@ -194,7 +195,7 @@ func (w *World) enumerate() []Step {
 		if !t.wake {
 			// Not ready since last asked, and nothing has woken it
 			// (task.await). The claim is checked now and then.
-			if w.step%64 == 0 && t.ready.ready() {
+			if checkUnwoken && t.ready.ready() {
 				panic(fmt.Sprintf("sim: invariant: task %q is ready at step %d, but nothing woke it", t.name, w.step))
 			}
 			continue

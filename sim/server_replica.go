@@ -373,8 +373,7 @@ func (s *Server) ApplyRecord(r *TxnRecord) {
 			if c.acl != nil {
 				w.acl = s.acls.intern(c.acl)
 			}
-			req := r.Req
-			resp = s.apply(r.TimeMs, sess, &req, w, t)
+			resp = s.apply(r.TimeMs, sess, &r.Req, w, t) // it only reads the request: no copy
 		default:
 			resp = Response{Err: r.Resp.Err}
 		}
