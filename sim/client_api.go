@@ -580,13 +580,13 @@ func (ww *watchWait) ready() bool {
 	if ww.fired {
 		return true
 	}
-	// The scheduler asks every waiter at every step, and a non-blocking
-	// receive on each channel was 6% of an exploration. A channel turns
-	// ready only when it is sent on or closed, and only the simulation and
-	// user code (each counted in channelChanges) do that; a receive
-	// elsewhere can only empty it. User code returns to the scheduler at
-	// nearly every step, so a waiter on the simulation's own watches
-	// counts only their deliveries (2% of an exploration).
+	// The scheduler may ask a waiter at every step (task.await), and a
+	// non-blocking receive on each channel was 6% of an exploration. A
+	// channel turns ready only when it is sent on or closed, and only the
+	// simulation and user code (each counted in channelChanges) do that;
+	// a receive elsewhere can only empty it. User code returns to the
+	// scheduler at nearly every step, so a waiter on the simulation's own
+	// watches counts only their deliveries (2% of an exploration).
 	changes := ww.c.w.channelChanges
 	if ww.simOnly {
 		changes = ww.c.w.watchDeliveries
@@ -710,9 +710,10 @@ type sleep struct {
 
 func (s *sleep) ready() bool { return s.woke || s.ctxCanEnd && s.ctx.Err() != nil || s.c.crashed }
 
-// canEnd reports whether ctx can ever be done. The scheduler asks every
-// waiter at every step; a task's own context, context.Background, never
-// ends, and asking it was 1% of an exploration.
+// canEnd reports whether ctx can ever be done. A waiter asked by the
+// scheduler asked its context each time; a task's own context,
+// context.Background, never ends, and asking it was 1% of an exploration.
+// A waiter whose context can end is asked at every step (task.await).
 func canEnd(ctx context.Context) bool { return ctx != context.Background() }
 
 // WithTimeout is context.WithTimeout in virtual time.
