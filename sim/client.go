@@ -577,21 +577,26 @@ func (c *Client) notifyWatches(ev zk.Event) {
 	case zk.EventNodeDeleted:
 		types = []watchType{watchExist, watchData, watchChild}
 	}
+	delivered := false
 	for _, t := range types {
 		k := watchKey{ev.Path, t}
 		for _, ch := range c.watchers[k] {
 			ch <- ev
 			close(ch)
 			c.w.channelChanges++
-			c.w.watchDeliveries++
-			c.w.wakeWatchers()
+			delivered = true
 		}
 		c.forgetWatch(k)
+	}
+	if delivered {
+		c.w.wakeWatchers()
 	}
 }
 
 // ownsWatches reports whether every channel is one of c's watches that
-// has not fired yet: only the simulation can send on those or close them.
+// has not fired yet: they reach user code receive-only, so only the
+// simulation can send on them or close them (and wakes their waiters
+// when it does: wakeWatchers).
 func (c *Client) ownsWatches(chans []<-chan zk.Event) bool {
 	for _, ch := range chans {
 		if !c.ownsWatch(ch) {
@@ -629,7 +634,6 @@ func (c *Client) invalidateWatches(err error) {
 			ch <- ev
 			close(ch)
 			c.w.channelChanges++
-			c.w.watchDeliveries++
 		}
 	}
 	if len(order) > 0 {

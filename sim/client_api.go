@@ -567,11 +567,11 @@ type watchWait struct {
 	got       zk.Event
 	fired     bool
 	// simOnly says every channel is one of the client's unfired watches,
-	// which only the simulation's deliveries can make ready.
+	// which only the simulation's deliveries can make ready: the
+	// scheduler then asks the waiter only when it is woken (task.await).
 	simOnly bool
 	// looked and lookedAt say that no watch was ready when the world's
-	// count of changes (watchDeliveries if simOnly, else channelChanges)
-	// was lookedAt: none can be until it moves on.
+	// channelChanges was lookedAt: none can be until it moves on.
 	looked   bool
 	lookedAt uint64
 }
@@ -584,14 +584,8 @@ func (ww *watchWait) ready() bool {
 	// non-blocking receive on each channel was 6% of an exploration. A
 	// channel turns ready only when it is sent on or closed, and only the
 	// simulation and user code (each counted in channelChanges) do that;
-	// a receive elsewhere can only empty it. User code returns to the
-	// scheduler at nearly every step, so a waiter on the simulation's own
-	// watches counts only their deliveries (2% of an exploration).
-	changes := ww.c.w.channelChanges
-	if ww.simOnly {
-		changes = ww.c.w.watchDeliveries
-	}
-	if !ww.looked || ww.lookedAt != changes {
+	// a receive elsewhere can only empty it.
+	if changes := ww.c.w.channelChanges; !ww.looked || ww.lookedAt != changes {
 		for _, ch := range ww.watches {
 			// The simulation is not running while this runs: a
 			// non-blocking receive is exact.

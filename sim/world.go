@@ -89,12 +89,6 @@ type World struct {
 	// its own. A waiter that found none of its channels ready need not
 	// look at them again until it moves (watchWait.ready).
 	channelChanges uint64
-	// watchDeliveries counts only the simulation's deliveries to watch
-	// channels. A channel the simulation made for a watch reaches user
-	// code receive-only, so nothing else can send on it or close it: a
-	// waiter on such channels alone need look again only when this moves,
-	// not at every return of user code.
-	watchDeliveries uint64
 
 	current           *task // the task holding the baton, nil for the Run caller
 	main              *task // the Run caller, as a pseudo-task
@@ -608,7 +602,6 @@ func (w *World) Close() {
 			continue
 		}
 		t.killed = true
-		t.wake = true
 		w.handoff(w.main, t)
 	}
 	w.running = false
