@@ -296,15 +296,11 @@ var always = cond(func() bool { return true })
 //     waiter of another task may look at the client), and the kill of
 //     the task itself.
 //
-// Any other waiter is asked at every step as before. enumerate asserts,
+// Any other waiter (pollAlways) is asked at every step as before, from
+// the next on. One the simulation wakes has just been found not ready
+// (block), so it is not asked before it is woken. enumerate asserts,
 // every 64 steps, that no task left unasked was ready.
 func (t *task) await(ready waiter, pollAlways bool) {
-	t.ready, t.wake, t.pollAlways = ready, true, pollAlways
-}
-
-// awaitNotReady is await for a waiter just found not ready: unless it
-// must be polled, the scheduler need not ask it before it is woken.
-func (t *task) awaitNotReady(ready waiter, pollAlways bool) {
 	t.ready, t.wake, t.pollAlways = ready, pollAlways, pollAlways
 }
 
@@ -343,7 +339,7 @@ func (w *World) blockWoken(ready waiter, pollAlways bool) {
 	if ready.ready() {
 		return
 	}
-	t.awaitNotReady(ready, pollAlways)
+	t.await(ready, pollAlways)
 	w.schedule(t)
 	if t.killed {
 		exitKilled()
