@@ -189,9 +189,13 @@ type observer struct {
 	hist   *history          // the faults and expiries go to its marks
 	cov    *coverageRecorder // nil unless the run records coverage
 	keep   bool
-	report bool        // keep the events themselves, for a report
-	events []sim.Event // when report is set
-	text   strings.Builder
+	report bool // keep the events themselves, for a report
+	// ensemble says the run is on an ensemble, whose committed view the
+	// tree looks at after every event (ensembleEvent): a life starts and
+	// ends at the first event after its commit, of whatever kind.
+	ensemble bool
+	events   []sim.Event // when report is set
+	text     strings.Builder
 
 	sessionClient map[int64]int       // session -> client
 	deletes       map[string][]uint64 // node -> steps a delete of it reached the server
@@ -261,6 +265,19 @@ type createRec struct {
 func (o *observer) crashed(client int) bool {
 	_, ok := o.crashStep[client]
 	return ok
+}
+
+// TraceKinds implements sim.KindFilter: the kinds Event reads, unless it
+// keeps the trace or its events, or follows an ensemble; then every kind.
+// The tree of a single server (serverTree.event) looks at the server after
+// a write's "apply" event at the next event it gets: nothing changes the
+// tree but a write, whose "apply" comes first, or an expiry, whose
+// "server" event does, so one event later is as good as the very next.
+func (o *observer) TraceKinds() []string {
+	if o.keep || o.report || o.ensemble {
+		return nil
+	}
+	return []string{"send", "session", "apply", "server", "watch", "fault"}
 }
 
 // Event implements sim.TraceSink.

@@ -267,6 +267,7 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string, pr
 	r.rec = &sim.Record{Inner: inner, Choices: takeChoices()}
 	r.obs = newObserver(o.Trace, sc.Clients)
 	r.obs.report = o.Report
+	r.obs.ensemble = sc.Servers > 1
 	if o.Coverage || len(o.phaseFaults) > 0 {
 		r.cov = newCoverageRecorder(sc.Clients)
 		r.obs.cov = r.cov

@@ -526,7 +526,7 @@ func (c *Client) matchReply(r *Response) *pending {
 func (c *Client) completeReply(p *pending) {
 	r := &p.resp
 	err := r.Err.Error()
-	if c.w.trace.on() {
+	if c.w.trace.wants(kindRecv) {
 		e := Event{Kind: "recv", Client: c.id, Session: c.sessionID, Op: p.req.Op.String(), Xid: r.Xid, Zxid: r.Zxid}
 		if err != nil {
 			e.Err = err.Error()

@@ -129,14 +129,16 @@ func (c *Client) call(ctx context.Context, req *Request, onReply func(error), on
 // world keeps one; it returns a scratch record otherwise.
 func (c *Client) begin(op, path string) *Operation {
 	w := c.w
-	if !w.cfg.KeepHistory && !w.trace.on() {
+	if !w.recordsCalls() {
 		return &c.scratch // end ignores it
 	}
 	if t := w.current; t != nil {
 		t.replyZxid = 0
 	}
 	rec := Operation{Client: c.id, Session: c.sessionID, Op: op, Path: path, CallStep: w.step, CallTime: time.Duration(w.nowNs)}
-	w.emit(Event{Kind: "call", Client: c.id, Session: c.sessionID, Op: op, Path: path})
+	if w.trace.wants(kindCall) {
+		w.emit(Event{Kind: "call", Client: c.id, Session: c.sessionID, Op: op, Path: path})
+	}
 	if !w.cfg.KeepHistory {
 		// The trace of its return needs it; end gives it back for reuse.
 		o := w.takeOperation()
@@ -149,7 +151,7 @@ func (c *Client) begin(op, path string) *Operation {
 // end records the return of an operation and lets fill add its outcome.
 func (c *Client) end(o *Operation, err error, fill func(o *Operation)) {
 	w := c.w
-	if !w.cfg.KeepHistory && !w.trace.on() {
+	if !w.recordsCalls() {
 		return
 	}
 	o.Err = err
@@ -162,17 +164,25 @@ func (c *Client) end(o *Operation, err error, fill func(o *Operation)) {
 	if fill != nil {
 		fill(o)
 	}
-	e := Event{Kind: "return", Client: c.id, Session: c.sessionID, Op: o.Op, Path: o.Path}
-	if err != nil {
-		e.Err = err.Error()
+	if w.trace.wants(kindReturn) {
+		e := Event{Kind: "return", Client: c.id, Session: c.sessionID, Op: o.Op, Path: o.Path}
+		if err != nil {
+			e.Err = err.Error()
+		}
+		if o.OutPath != "" && o.OutPath != o.Path {
+			e.Detail = "-> " + o.OutPath
+		}
+		w.emit(e)
 	}
-	if o.OutPath != "" && o.OutPath != o.Path {
-		e.Detail = "-> " + o.OutPath
-	}
-	w.emit(e)
 	if !w.cfg.KeepHistory {
 		w.putOperation(o)
 	}
+}
+
+// recordsCalls reports whether calls are recorded: kept in the history,
+// or traced as "call" and "return" events. begin and end ask it alike.
+func (w *World) recordsCalls() bool {
+	return w.cfg.KeepHistory || w.trace.wants(kindCall) || w.trace.wants(kindReturn)
 }
 
 // takeOperation returns a blank record for a call that is traced but not

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -79,6 +80,33 @@ type TraceSink interface {
 	Event(e Event)
 }
 
+// A KindFilter is a TraceSink that reads only some kinds of event. The
+// world asks it once, when it is made, and from then on need not build
+// the events of the other kinds, of which it may still send some. A sink
+// that follows the server's writes spares the world the busiest kinds:
+// every call's "call", "recv" and "return" (scenarios' observer, which
+// took half the events of an exploration and read none of them).
+type KindFilter interface {
+	TraceSink
+	// TraceKinds lists the kinds the sink reads (Event.Kind's), or nil
+	// for all.
+	TraceKinds() []string
+}
+
+// eventKind is a kind of event the world can leave out for a KindFilter.
+type eventKind uint8
+
+const (
+	kindCall eventKind = iota
+	kindReturn
+	kindRecv
+	kindTask
+	numFilteredKinds
+)
+
+// filteredKinds names the kinds eventKind numbers.
+var filteredKinds = [numFilteredKinds]string{kindCall: "call", kindReturn: "return", kindRecv: "recv", kindTask: "task"}
+
 // TextTrace writes the text trace, one event a line.
 type TextTrace struct{ W io.Writer }
 
@@ -99,11 +127,30 @@ type tracer struct {
 	sink   TraceSink
 	keep   bool
 	events []Event
+	// wanted has bit k set when the trace takes events of kind k: when
+	// it is kept, or its sink reads them.
+	wanted uint32
 }
 
-func newTracer(sink TraceSink, keep bool) *tracer { return &tracer{sink: sink, keep: keep} }
+func newTracer(sink TraceSink, keep bool) *tracer {
+	t := &tracer{sink: sink, keep: keep}
+	switch f, ok := sink.(KindFilter); {
+	case keep || ok && f.TraceKinds() == nil || sink != nil && !ok:
+		t.wanted = 1<<numFilteredKinds - 1
+	case ok:
+		for _, name := range f.TraceKinds() {
+			if k := slices.Index(filteredKinds[:], name); k >= 0 {
+				t.wanted |= 1 << k
+			}
+		}
+	}
+	return t
+}
 
 func (t *tracer) on() bool { return t.sink != nil || t.keep }
+
+// wants reports whether the trace takes events of kind k.
+func (t *tracer) wants(k eventKind) bool { return t.wanted&(1<<k) != 0 }
 
 func (w *World) emit(e Event) {
 	if !w.trace.on() {

@@ -58,3 +58,62 @@ func (m multiSink) Event(e Event) {
 		s.Event(e)
 	}
 }
+
+// kindsSink is a KindFilter that counts the events of each kind it gets.
+type kindsSink struct {
+	kinds []string
+	got   map[string]int
+}
+
+func (s *kindsSink) TraceKinds() []string { return s.kinds }
+func (s *kindsSink) Event(e Event)        { s.got[e.Kind]++ }
+
+// A sink that reads only some kinds of event is spared the calls'
+// "call", "recv" and "return" events and the tasks' when it does not read
+// them, and gets every other event as a sink of all kinds does: the same
+// run, step for step. A history kept beside it still records every call.
+func TestAKindFilterIsSparedTheKindsItDoesNotRead(t *testing.T) {
+	runWith := func(sink TraceSink, keepHistory bool) (*World, uint64) {
+		w := New(Config{Seed: 5, Trace: sink, KeepHistory: keepHistory})
+		c, err := w.NewClient(ClientConfig{SessionTimeout: 4e9})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Go(c, "worker", func(ctx context.Context) {
+			c.Create(ctx, "/a", []byte("x"), 0, acl)
+			c.Get(ctx, "/a")
+			c.Delete(ctx, "/a", -1)
+		})
+		run(t, w)
+		return w, w.StepCount()
+	}
+	all := &kindsSink{got: map[string]int{}}
+	_, allSteps := runWith(all, false)
+	some := &kindsSink{kinds: []string{"send", "apply"}, got: map[string]int{}}
+	w, someSteps := runWith(some, true)
+	if someSteps != allSteps {
+		t.Fatalf("the filtered run took %d steps, the full one %d", someSteps, allSteps)
+	}
+	for _, kind := range []string{"call", "return", "recv", "task"} {
+		if all.got[kind] == 0 {
+			t.Errorf("the sink of all kinds got no %q event", kind)
+		}
+		if some.got[kind] != 0 {
+			t.Errorf("the filtered sink got %d %q events", some.got[kind], kind)
+		}
+	}
+	for kind, n := range all.got {
+		if kind != "call" && kind != "return" && kind != "recv" && kind != "task" && some.got[kind] != n {
+			t.Errorf("%q events: the filtered sink got %d, the sink of all kinds %d", kind, some.got[kind], n)
+		}
+	}
+	if ops := w.History(); len(ops) != 3 || !ops[2].Returned {
+		t.Fatalf("history beside the filtered sink: %+v, want 3 returned calls", ops)
+	}
+	keep := &kindsSink{kinds: []string{"send"}, got: map[string]int{}}
+	w = New(Config{Seed: 5, Trace: keep, KeepTrace: true})
+	w.Close()
+	if !w.trace.wants(kindCall) || !w.trace.wants(kindTask) {
+		t.Error("a kept trace leaves out kinds its sink does not read")
+	}
+}

@@ -216,7 +216,9 @@ func (w *World) Go(c *Client, name string, fn func(ctx context.Context)) {
 	if c != nil {
 		c.tasks = append(c.tasks, t)
 	}
-	w.emit(Event{Kind: "task", Client: c.number(), Detail: "start " + name})
+	if w.trace.wants(kindTask) {
+		w.emit(Event{Kind: "task", Client: c.number(), Detail: "start " + name})
+	}
 }
 
 // errTaskKilled ends a killed task where it stands. It is a panic rather
@@ -247,7 +249,7 @@ func (w *World) runTask(t *task, fn func(ctx context.Context)) {
 		case !t.finished:
 			w.fail(fmt.Errorf("sim: task %q exited with runtime.Goexit (a t.FailNow inside a task?)", t.name))
 			goexit = true
-		default:
+		case w.trace.wants(kindTask):
 			w.emit(Event{Kind: "task", Client: t.client.number(), Detail: "end " + t.name})
 		}
 		w.current = nil
