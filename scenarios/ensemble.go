@@ -270,8 +270,8 @@ func (t *serverTree) lookAtChanges(s *sim.Server, from uint64, w sim.Event, befo
 	if created != "" {
 		// The directory's one child without a life is the one created:
 		// every other was there at the last look, which gave it one.
-		if dir, name := sim.SplitPath(created); t.dirs[dir] {
-			t.scanChild(dir, name, w, before)
+		if dir, _ := sim.SplitPath(created); t.dirs[dir] && t.live[created] == nil {
+			t.addLife(created, w, before)
 		}
 		return true
 	}

@@ -31,6 +31,8 @@ type znodeLife struct {
 	// request it was (0 for an expiry).
 	endOp   string
 	endedBy int
+	// aliveAt is the life's index in serverTree.alive while it holds.
+	aliveAt int
 }
 
 // liveAt reports whether the life held at step: created at or before it
@@ -58,15 +60,21 @@ type serverTree struct {
 	creatorOf func(czxid int64) int
 	lives     []*znodeLife
 	live      map[string]*znodeLife // path -> its current life
-	// liveNames are the names of live, by directory: a scan looks its
-	// children up without building their paths.
-	liveNames map[string]map[string]bool
-	dirs      map[string]bool // directories a create went to
-	// dirList and liveList are the keys of dirs and live in order, kept
-	// as they change: on an ensemble they are walked whenever the view
-	// moves, and sorting them each time was a tenth of an exploration.
-	dirList, liveList []string
-	scratch           []string
+	// alive is live's lives, in no particular order (a life that ends
+	// trades places with the last): what a look at every life walks. The
+	// order of that walk changes nothing, for each life is looked at on
+	// its own.
+	alive []*znodeLife
+	dirs  map[string]bool // directories a create went to
+	// dirList is the keys of dirs in order, kept as they change: on an
+	// ensemble it is walked whenever the view moves, and sorting it each
+	// time was a tenth of an exploration. Scanning the directories in
+	// order orders the lives the scan finds.
+	dirList []string
+	scratch []string
+	// pathBuf is where scanChild builds a child's path to look it up,
+	// allocating it only for a child that gets a life.
+	pathBuf []byte
 	// treeChanges is the view's sim.Server.TreeChanges at the last look;
 	// rescan says the next look must not be skipped, or narrowed to the
 	// changes since the last: a directory was added since, or a look
@@ -88,7 +96,7 @@ type serverTree struct {
 }
 
 func newServerTree() *serverTree {
-	return &serverTree{live: map[string]*znodeLife{}, liveNames: map[string]map[string]bool{}, dirs: map[string]bool{}}
+	return &serverTree{live: map[string]*znodeLife{}, dirs: map[string]bool{}}
 }
 
 // isTreeWrite reports whether an op can create or remove nodes.
@@ -186,11 +194,12 @@ func (t *serverTree) lookAtCreated(dir string, changesBefore uint64, w sim.Event
 	if !ok || !c.Created {
 		return false
 	}
-	parent, name := sim.SplitPath(c.Path)
-	if parent != dir {
+	if parent, _ := sim.SplitPath(c.Path); parent != dir {
 		return false
 	}
-	t.scanChild(dir, name, w, zxidBefore)
+	if t.live[c.Path] == nil {
+		t.addLife(c.Path, w, zxidBefore)
+	}
 	return true
 }
 
@@ -205,18 +214,29 @@ func (t *serverTree) scanDir(dir string, w sim.Event, zxidBefore int64) {
 }
 
 // scanChild gives the child name of dir a life if it has none: scanDir's
-// look at one child, for a look that knows which child is new.
+// look at one child, for a look that knows which child is new. The path
+// is built aside and looked up without a copy (a lookup by a converted
+// byte slice allocates nothing): most children have their life already.
 func (t *serverTree) scanChild(dir, name string, w sim.Event, zxidBefore int64) {
-	known := t.liveNames[dir]
-	if known[name] {
-		return
+	b := t.pathBuf[:0]
+	if dir != "/" {
+		b = append(b, dir...)
 	}
-	p := sim.JoinPath(dir, name)
+	b = append(append(b, '/'), name...)
+	t.pathBuf = b
+	if t.live[string(b)] == nil {
+		t.addLife(string(b), w, zxidBefore)
+	}
+}
+
+// addLife gives the node at p, which has no life, one, if the server has
+// the node.
+func (t *serverTree) addLife(p string, w sim.Event, zxidBefore int64) {
 	czxid, owner, ok := t.server.NodeIdentity(p)
 	if !ok {
 		return
 	}
-	z := &znodeLife{path: p, czxid: czxid, owner: owner}
+	z := &znodeLife{path: p, czxid: czxid, owner: owner, aliveAt: len(t.alive)}
 	if czxid > zxidBefore {
 		z.created, z.createStep, z.creator = true, w.Step, w.Client
 		if z.creator == 0 && t.creatorOf != nil {
@@ -225,12 +245,7 @@ func (t *serverTree) scanChild(dir, name string, w sim.Event, zxidBefore int64) 
 	}
 	t.lives = append(t.lives, z)
 	t.live[p] = z
-	insertSorted(&t.liveList, p)
-	if known == nil {
-		known = map[string]bool{}
-		t.liveNames[dir] = known
-	}
-	known[name] = true
+	t.alive = append(t.alive, z)
 }
 
 // recheck ends p's life if the server no longer has it (or has another
@@ -248,11 +263,10 @@ func (t *serverTree) recheck(p string, step uint64, op string, by int) {
 	// Another node of the name is not known yet: the next look finds it.
 	t.rescan = t.rescan || ok
 	delete(t.live, p)
-	if i, ok := slices.BinarySearch(t.liveList, p); ok {
-		t.liveList = slices.Delete(t.liveList, i, i+1)
-	}
-	dir, name := sim.SplitPath(p)
-	delete(t.liveNames[dir], name)
+	last := t.alive[len(t.alive)-1]
+	t.alive[z.aliveAt], last.aliveAt = last, z.aliveAt
+	t.alive[len(t.alive)-1] = nil
+	t.alive = t.alive[:len(t.alive)-1]
 }
 
 // sessionEnded ends the lives of the ephemerals of session s that the
@@ -295,11 +309,14 @@ func (t *serverTree) addDir(dir string) bool {
 // is there already).
 func (t *serverTree) dirPaths() []string { return t.dirList }
 
-// livePaths is the paths of the live nodes, in order, as they stand now:
-// a copy, so that rechecking them may end their lives. It is valid until
-// the next call.
+// livePaths is the paths of the live nodes as they stand now: a copy, so
+// that rechecking them may end their lives. It is valid until the next
+// call.
 func (t *serverTree) livePaths() []string {
-	t.scratch = append(t.scratch[:0], t.liveList...)
+	t.scratch = t.scratch[:0]
+	for _, z := range t.alive {
+		t.scratch = append(t.scratch, z.path)
+	}
 	return t.scratch
 }
 
