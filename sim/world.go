@@ -28,8 +28,9 @@ type Config struct {
 	// Ensemble is an ensemble's configuration beyond its servers'
 	// settings: server.N lines and reconfigEnabled (ensemble_reconfig.go).
 	Ensemble EnsembleConfig
-	// Trace receives every event of the run as it happens; nil keeps the
-	// trace in memory only when KeepTrace is set.
+	// Trace receives every event of the run as it happens (a KindFilter
+	// the kinds it reads); nil keeps the trace in memory only when
+	// KeepTrace is set.
 	Trace TraceSink
 	// KeepTrace keeps the trace in memory (World.Trace).
 	KeepTrace bool
