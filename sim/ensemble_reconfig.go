@@ -383,7 +383,7 @@ func (s *Server) applyConfig(r *TxnRecord) Response {
 	n.version = -1
 	n.mzxid = t.zxid
 	n.mtime = s.wallMs(r.TimeMs)
-	t.touched = append(t.touched, "/zookeeper/config")
+	t.touched = append(t.touched, touchedNode{path: "/zookeeper/config"})
 	t.events = append(t.events, pendingEvent{"/zookeeper/config", zk.EventNodeDataChanged, n.acl})
 	s.commit(t)
 	return Response{Xid: r.Req.Xid, Zxid: t.zxid, Data: slices.Clone(n.data), Stat: n.stat()}

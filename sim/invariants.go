@@ -12,8 +12,9 @@ import (
 // owner that lists it. A violation is a simulator bug and panics. It
 // looks nodes up through the server's lookup cache (a write touches a
 // node and its parent, which its own lookups have just cached), which
-// CheckInvariants holds to the tree itself.
-func (s *Server) checkNode(path string) {
+// CheckInvariants holds to the tree itself. nameAt is where path's last
+// name starts (nameStart) when the caller knows it, 0 when not.
+func (s *Server) checkNode(path string, nameAt int) {
 	n := s.lookup(path)
 	if path == "/" {
 		if n == nil {
@@ -21,7 +22,12 @@ func (s *Server) checkNode(path string) {
 		}
 		return
 	}
-	parentPath, name := parentOf(path)
+	var parentPath, name string
+	if nameAt == 0 {
+		parentPath, name = parentOf(path)
+	} else {
+		parentPath, name = splitAt(path, nameAt)
+	}
 	parent := s.lookup(parentPath)
 	if n == nil {
 		if parent != nil && parent.children != nil && parent.children.has(name) {

@@ -189,6 +189,23 @@ func parentOf(path string) (parent, name string) {
 	return path[:i], path[i+1:]
 }
 
+// nameStart is where the last name of a child of parent starts in the
+// child's path: after the parent's path and its slash.
+func nameStart(parent string) int {
+	if parent == "/" {
+		return 1
+	}
+	return len(parent) + 1
+}
+
+// splitAt is parentOf for a path whose last name starts at i (nameStart).
+func splitAt(path string, i int) (parent, name string) {
+	if i == 1 {
+		return "/", path[1:]
+	}
+	return path[:i-1], path[i:]
+}
+
 // SplitPath is the server's own split of a path it has (valid, not the
 // root) into its parent's path and its last name, for a driver that
 // follows the tree (scenarios' observer).

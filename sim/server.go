@@ -800,8 +800,17 @@ func (s *Server) event(conn ConnID, typ zk.EventType, path string) {
 // fires when it commits.
 type txn struct {
 	zxid    int64
-	touched []string
+	touched []touchedNode
 	events  []pendingEvent
+}
+
+// touchedNode is a node a transaction changed, with where its last name
+// starts in its path when the change had it at hand (0 when not): the
+// invariants' check need not look for the last slash of a lock node's
+// long name again.
+type touchedNode struct {
+	path   string
+	nameAt int
 }
 
 type pendingEvent struct {
@@ -828,8 +837,8 @@ func (s *Server) commit(t *txn) {
 		panic(fmt.Sprintf("sim: transaction %#x committed after %#x", t.zxid, s.lastZxid))
 	}
 	s.fire(t.events)
-	for _, path := range t.touched {
-		s.checkNode(path)
+	for _, n := range t.touched {
+		s.checkNode(n.path, n.nameAt)
 	}
 	if s.checkEvery {
 		if err := s.CheckInvariants(); err != nil {
@@ -895,6 +904,11 @@ type write struct {
 	path  string // the path to act on: with the sequence suffix for a sequential create
 	owner int64  // a create's ephemeralOwner
 	acl   aclID  // a create's or a setACL's ACL, validated and expanded
+	// nameAt is where a create's or a delete's last name starts in path,
+	// as validation found it: the path's last slash is some fifty bytes
+	// from its end in a lock node's name, and apply and the invariants'
+	// check looked for it again. It fills what was padding.
+	nameAt int32
 	// node and parent are the nodes at path and at its parent as the tree
 	// held them when validation looked (nil where there was none, or where
 	// it did not look): a single write is applied to the tree it was
@@ -946,7 +960,7 @@ func (s *Server) validate(sess *serverSession, req *Request, o *overlay) (write,
 		}
 		n.exists = false
 		parent.numChildren--
-		return write{path: req.Path, node: n.node, parent: parent.node}, CodeOK
+		return write{path: req.Path, node: n.node, parent: parent.node, nameAt: int32(nameStart(parentPath))}, CodeOK
 	case OpSetData, OpCheck:
 		if validateServerPath(req.Path, false) != nil {
 			return write{}, CodeBadArguments
@@ -1022,18 +1036,23 @@ func (s *Server) validateCreate(sess *serverSession, req *Request, o *overlay) (
 	*n = changeRecord{path: path, exists: true, owner: owner, acl: id}
 	parent.numChildren++
 	parent.cversion++
-	w := write{path: path, owner: owner, acl: id, parent: parent.node}
 	// The name starts after the parent's path and its slash: the suffix
 	// made the path longer, not its parent.
-	nameStart := len(parentPath) + 1
-	if parentPath == "/" {
-		nameStart = 1
-	}
-	w.nameHash = javaSpreadHash(path[nameStart:])
+	w := write{path: path, owner: owner, acl: id, parent: parent.node, nameAt: int32(nameStart(parentPath))}
+	w.nameHash = javaSpreadHash(path[w.nameAt:])
 	if ownerKind(owner) == ownerSession {
 		w.pathHash = javaSpreadHash(path)
 	}
 	return w, CodeOK
+}
+
+// split is a create's or a delete's parent's path and last name, as
+// validation found them.
+func (w *write) split() (parent, name string) {
+	if w.nameAt == 0 {
+		panic("sim: invariant: a create or a delete without its name's start")
+	}
+	return splitAt(w.path, int(w.nameAt))
 }
 
 // parentForWrite is PrepRequestProcessor's first look at a create's or a
@@ -1071,7 +1090,7 @@ func (s *Server) applyInto(nowMs int64, sess *serverSession, req *Request, w wri
 		s.createNode(nowMs, sess, req, w, t, out)
 		return
 	case OpDelete:
-		parentPath, _ := parentOf(w.path)
+		parentPath, _ := w.split()
 		parent := w.parent
 		if parent == nil {
 			parent = s.nodes[parentPath]
@@ -1093,7 +1112,7 @@ func (s *Server) applyInto(nowMs int64, sess *serverSession, req *Request, w wri
 		n.version++
 		n.mzxid = t.zxid
 		n.mtime = s.wallMs(nowMs)
-		t.touched = append(t.touched, w.path)
+		t.touched = append(t.touched, touchedNode{path: w.path})
 		t.events = append(t.events, pendingEvent{w.path, zk.EventNodeDataChanged, n.acl})
 		out.Stat = n.stat()
 		return
@@ -1183,7 +1202,7 @@ func (s *Server) multi(nowMs int64, sess *serverSession, req Request, t *txn) Re
 }
 
 func (s *Server) createNode(nowMs int64, sess *serverSession, req *Request, w write, t *txn, out *Response) {
-	parentPath, name := parentOf(w.path)
+	parentPath, name := w.split()
 	parent := w.parent
 	if parent == nil {
 		parent = s.nodes[parentPath]
@@ -1213,7 +1232,7 @@ func (s *Server) createNode(nowMs int64, sess *serverSession, req *Request, w wr
 	case ownerContainer, ownerTTL:
 		s.expiringNodes++
 	}
-	t.touched = append(t.touched, w.path, parentPath)
+	t.touched = append(t.touched, touchedNode{w.path, int(w.nameAt)}, touchedNode{path: parentPath})
 	t.events = append(t.events, pendingEvent{w.path, zk.EventNodeCreated, n.acl}, pendingEvent{parentPath, zk.EventNodeChildrenChanged, parent.acl})
 	out.Path, out.Stat = w.path, n.stat()
 }
@@ -1260,10 +1279,7 @@ func (s *Server) deleteNode(t *txn, path string) {
 // deleteKnownNode is deleteNode for a caller that has the node and its
 // parent at hand.
 func (s *Server) deleteKnownNode(t *txn, path string, n *znode, parentPath string, parent *znode) {
-	name := path[len(parentPath)+1:] // after the parent's path and its slash
-	if parentPath == "/" {
-		name = path[1:]
-	}
+	name := path[nameStart(parentPath):]
 	delete(s.nodes, path)
 	s.lookups.update(path, nil)
 	s.noteTreeChange(path, false)
@@ -1281,7 +1297,7 @@ func (s *Server) deleteKnownNode(t *txn, path string, n *znode, parentPath strin
 	case ownerContainer, ownerTTL:
 		s.expiringNodes--
 	}
-	t.touched = append(t.touched, path, parentPath)
+	t.touched = append(t.touched, touchedNode{path, nameStart(parentPath)}, touchedNode{path: parentPath})
 	t.events = append(t.events, pendingEvent{path, zk.EventNodeDeleted, n.acl}, pendingEvent{parentPath, zk.EventNodeChildrenChanged, parent.acl})
 	s.putNode(n)
 }
