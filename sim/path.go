@@ -65,9 +65,6 @@ func validateServerPathRules(path string, sequential bool) error {
 	return nil
 }
 
-// asciiUnits returns the UTF-16 units of an ASCII path without
-// allocating (in a small stack buffer), or nil if the path is not ASCII or
-// too long for it.
 // plainPath reports whether path is one the server's rules surely accept:
 // a slash, then names of plain ASCII characters (letters, digits, '-' and
 // the other printable characters past '/': no dot, no control, not DEL)
@@ -91,6 +88,9 @@ func plainPath(path string) bool {
 	return true
 }
 
+// asciiUnits returns the UTF-16 units of an ASCII path without
+// allocating (in a small stack buffer), or nil if the path is not ASCII or
+// too long for it.
 func asciiUnits(s string) []uint16 {
 	var buf [128]uint16
 	if len(s) > len(buf) {
