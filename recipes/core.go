@@ -266,6 +266,19 @@ type lockNode struct {
 
 func (n lockNode) name() string { return path.Base(n.path) }
 
+// nameIn is name for a node that is a child of dir, as a queue's nodes
+// are: what follows dir and its slash, found without path.Base's walk
+// back over a lock node's fifty-byte name (a list-and-wait round asks
+// for it each time, and the walk was most of a round's own time).
+func (n lockNode) nameIn(dir string) string {
+	if len(n.path) > len(dir) && n.path[len(dir)] == '/' && n.path[:len(dir)] == dir {
+		if name := n.path[len(dir)+1:]; name != "" && strings.IndexByte(name, '/') < 0 {
+			return name
+		}
+	}
+	return n.name()
+}
+
 // A nodeMaker creates the sequential lock nodes of one directory.
 type nodeMaker struct {
 	conn Conn
@@ -666,7 +679,7 @@ func (q *queue) round(ctx context.Context, node lockNode, pred predicate, block 
 	if err != nil {
 		return false, err
 	}
-	me := indexOf(kids, node.name())
+	me := indexOf(kids, node.nameIn(q.dir))
 	if me < 0 {
 		return false, errSessionGone
 	}
@@ -695,7 +708,7 @@ func (q *queue) round(ctx context.Context, node lockNode, pred predicate, block 
 		names, _, watch, err = q.conn.ChildrenW(ctx, q.dir)
 		if err == nil {
 			kids = sortChildren(names)
-			if me = indexOf(kids, node.name()); me < 0 {
+			if me = indexOf(kids, node.nameIn(q.dir)); me < 0 {
 				return false, errSessionGone
 			}
 			if _, granted := pred(kids, me); granted {

@@ -1,6 +1,7 @@
 package recipes
 
 import (
+	"path"
 	"strconv"
 	"testing"
 
@@ -31,4 +32,19 @@ func checkParseSequence(t interface{ Fatalf(string, ...any) }, s string) {
 	if ok != (err == nil) || (ok && got != want) {
 		t.Fatalf("parseSequence(%q) = %d, %v; strconv.ParseInt gives %d, %v", s, got, ok, want, err)
 	}
+}
+
+// A node's name within its queue's directory is its path's last element,
+// as path.Base gives it, whether or not the node is a child of the
+// directory.
+func TestNodeNameInItsDirIsItsBase(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		elems := []string{"", "/", "a", "lock", "_c_0f-lock-0000000001", "x/y"}
+		dir := "/" + rapid.SampledFrom(elems).Draw(t, "dir")
+		p := rapid.SampledFrom([]string{dir + "/", dir, "/other/", "/"}).Draw(t, "parent") + rapid.SampledFrom(elems).Draw(t, "name")
+		n := lockNode{path: p}
+		if got, want := n.nameIn(dir), path.Base(p); got != want {
+			t.Fatalf("lockNode{%q}.nameIn(%q) = %q, path.Base %q", p, dir, got, want)
+		}
+	})
 }
