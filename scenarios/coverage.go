@@ -241,9 +241,11 @@ type clientTrack struct {
 	kept       bool // the current session outlived a lost connection
 	crashed    bool
 	closed     bool
-	// sent are the client's last requests (xid and operation), a ring:
-	// a dropped reply names its request by xid. A client has few
-	// requests in flight; sentRing covers them.
+	// sent are the client's last requests to reach a server (xid and
+	// operation, from their "apply" events), a ring: a dropped reply
+	// names its request by xid, and the request reached the server before
+	// its reply was dropped. A client has few requests in flight; sentRing
+	// covers them.
 	sent    [sentRing]sentRequest
 	sentPos int
 }
@@ -380,12 +382,6 @@ func (r *coverageRecorder) event(e *sim.Event) {
 
 func (r *coverageRecorder) follow(e *sim.Event) {
 	switch e.Kind {
-	case "send":
-		if r.valid(e.Client) && e.Xid >= 0 && e.Op != "connect" {
-			c := &r.clients[e.Client]
-			c.sent[c.sentPos] = sentRequest{e.Xid, e.Op}
-			c.sentPos = (c.sentPos + 1) % sentRing
-		}
 	case "session":
 		r.session(e)
 	case "server":
@@ -402,6 +398,11 @@ func (r *coverageRecorder) follow(e *sim.Event) {
 			}
 		}
 	case "apply":
+		if r.valid(e.Client) && e.Xid >= 0 {
+			c := &r.clients[e.Client]
+			c.sent[c.sentPos] = sentRequest{e.Xid, e.Op}
+			c.sentPos = (c.sentPos + 1) % sentRing
+		}
 		// A change ends the herd of the notifications of the last one.
 		if len(r.herd) > 0 && (e.Op == "create" || e.Op == "delete" || e.Op == "multi" || e.Op == "setData") {
 			dir := e.Path

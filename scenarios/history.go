@@ -277,7 +277,7 @@ func (o *observer) TraceKinds() []string {
 	if o.keep || o.report || o.ensemble {
 		return nil
 	}
-	return []string{"send", "session", "apply", "server", "watch", "fault"}
+	return []string{"session", "apply", "server", "watch", "fault"}
 }
 
 // Event implements sim.TraceSink.

@@ -92,7 +92,9 @@ func (w *World) AttachSession(ctx context.Context, c *Client, server int, lastZx
 	a.conn = &netConn{id: id, client: c, attach: a}
 	w.conns = append(w.conns, a.conn)
 	w.sendToServer(a.conn, wireMsg{kind: wireConnect, connect: ConnectRequest{SessionID: c.sessionID, Passwd: c.passwd, TimeoutMs: c.timeoutMs, LastZxidSeen: lastZxidSeen}})
-	w.emit(Event{Kind: "send", Client: c.id, Session: a.session, Op: "connect", Detail: fmt.Sprintf("attach: conn%d to s%d, last zxid seen %#x", id, server, lastZxidSeen)})
+	if w.trace.wants(kindSend) {
+		w.emit(Event{Kind: "send", Client: c.id, Session: a.session, Op: "connect", Detail: fmt.Sprintf("attach: conn%d to s%d, last zxid seen %#x", id, server, lastZxidSeen)})
+	}
 	w.block(cond(func() bool { return a.state != attachPending || ctx.Err() != nil || w.closed }))
 	switch a.state {
 	case attachAttached:
@@ -137,11 +139,15 @@ func (a *Attachment) receive(o *Output) {
 	case OutConnect:
 		if o.Connect.SessionID != a.session {
 			a.state, a.why = attachExpired, "session expired"
-			a.w.emit(Event{Kind: "recv", Client: c.id, Session: a.session, Op: "connect", Detail: fmt.Sprintf("attach: conn%d: session expired", a.conn.id)})
+			if a.w.trace.wants(kindRecv) {
+				a.w.emit(Event{Kind: "recv", Client: c.id, Session: a.session, Op: "connect", Detail: fmt.Sprintf("attach: conn%d: session expired", a.conn.id)})
+			}
 			return
 		}
 		a.state = attachAttached
-		a.w.emit(Event{Kind: "recv", Client: c.id, Session: a.session, Op: "connect", Detail: fmt.Sprintf("attach: conn%d holds the session on s%d", a.conn.id, a.server)})
+		if a.w.trace.wants(kindRecv) {
+			a.w.emit(Event{Kind: "recv", Client: c.id, Session: a.session, Op: "connect", Detail: fmt.Sprintf("attach: conn%d holds the session on s%d", a.conn.id, a.server)})
+		}
 	case OutClose:
 		a.closed("closed by the server")
 	default:

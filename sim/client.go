@@ -269,7 +269,9 @@ func (c *Client) dial() {
 		passwd = make([]byte, 16)
 	}
 	c.w.sendToServer(conn, wireMsg{kind: wireConnect, connect: ConnectRequest{SessionID: c.sessionID, Passwd: passwd, TimeoutMs: c.timeoutMs, LastZxidSeen: c.lastZxid}})
-	c.w.emit(Event{Kind: "send", Client: c.id, Session: c.sessionID, Op: "connect", Detail: fmt.Sprintf("conn%d timeout=%dms", conn.id, c.timeoutMs)})
+	if c.w.trace.wants(kindSend) {
+		c.w.emit(Event{Kind: "send", Client: c.id, Session: c.sessionID, Op: "connect", Detail: fmt.Sprintf("conn%d timeout=%dms", conn.id, c.timeoutMs)})
+	}
 	// authenticate() waits ten read timeouts for the handshake.
 	c.authTimer = c.w.after(c.recvTimeoutNs*10, c, "handshake timeout", func() { c.connectionLost("handshake timed out") })
 }
@@ -298,7 +300,9 @@ func (c *Client) receive(conn *netConn, o *Output) {
 func (c *Client) authenticated(r ConnectResponse) {
 	c.w.stop(c.authTimer)
 	if r.SessionID == 0 {
-		c.w.emit(Event{Kind: "recv", Client: c.id, Session: c.sessionID, Op: "connect", Detail: "session expired"})
+		if c.w.trace.wants(kindRecv) {
+			c.w.emit(Event{Kind: "recv", Client: c.id, Session: c.sessionID, Op: "connect", Detail: "session expired"})
+		}
 		c.sessionID = 0
 		c.passwd = nil
 		c.lastZxid = 0
@@ -472,7 +476,7 @@ func (c *Client) transmit(p *pending) {
 	}
 	c.inflight = append(c.inflight, p)
 	c.w.sendRequest(c.conn, &p.req)
-	if c.w.trace.on() {
+	if c.w.trace.wants(kindSend) {
 		c.w.emit(Event{Kind: "send", Client: c.id, Session: c.sessionID, Op: p.req.Op.String(), Xid: p.req.Xid, Path: p.req.Path})
 	}
 }
@@ -506,7 +510,9 @@ func (c *Client) matchReply(r *Response) *pending {
 	xid := r.Xid
 	i := slices.IndexFunc(c.inflight, func(p *pending) bool { return p.req.Xid == xid })
 	if i < 0 {
-		c.w.emit(Event{Kind: "recv", Client: c.id, Xid: r.Xid, Detail: "reply for an unknown request"})
+		if c.w.trace.wants(kindRecv) {
+			c.w.emit(Event{Kind: "recv", Client: c.id, Xid: r.Xid, Detail: "reply for an unknown request"})
+		}
 		return nil
 	}
 	p := c.inflight[i]
@@ -704,7 +710,9 @@ func (c *Client) Close() {
 		return
 	}
 	c.closing = true
-	c.w.emit(Event{Kind: "call", Client: c.id, Session: c.sessionID, Op: "close"})
+	if c.w.trace.wants(kindCall) {
+		c.w.emit(Event{Kind: "call", Client: c.id, Session: c.sessionID, Op: "close"})
+	}
 	if !c.authed {
 		// The connection loop sees shouldQuit at its next turn.
 		if c.conn != nil {

@@ -629,7 +629,9 @@ func (c *Client) NewSession(ctx context.Context) error {
 	if err := c.callable(ctx); err != nil {
 		return err
 	}
-	c.w.emit(Event{Kind: "call", Client: c.id, Session: c.sessionID, Op: "newSession"})
+	if c.w.trace.wants(kindCall) {
+		c.w.emit(Event{Kind: "call", Client: c.id, Session: c.sessionID, Op: "newSession"})
+	}
 	if c.authed && !c.resending {
 		c.w.sendToServer(c.conn, wireMsg{kind: wireRequest, req: Request{Xid: c.nextXid(), Op: OpCloseSession}})
 	}
