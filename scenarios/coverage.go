@@ -406,7 +406,7 @@ func (r *coverageRecorder) follow(e *sim.Event) {
 		// A change ends the herd of the notifications of the last one.
 		if len(r.herd) > 0 && (e.Op == "create" || e.Op == "delete" || e.Op == "multi" || e.Op == "setData") {
 			dir := e.Path
-			if i := strings.LastIndexByte(dir, '/'); i > 0 {
+			if i := lastSlash(dir); i > 0 {
 				dir = dir[:i]
 			} else if i == 0 {
 				dir = "/"

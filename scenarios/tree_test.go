@@ -139,7 +139,8 @@ func TestServerTreeNamesCreatorsOnAnEnsemble(t *testing.T) {
 	}
 }
 
-// parentDir is path.Dir for every path, clean or not; sim.JoinPath is
+// parentDir is path.Dir for every path, clean or not, and lastSlash
+// strings.LastIndexByte's slash; sim.JoinPath is
 // path.Join for a clean directory and a name the server could list, and
 // sim.SplitPath takes such a path apart again.
 func TestTreePathsArePathPackages(t *testing.T) {
@@ -153,6 +154,9 @@ func TestTreePathsArePathPackages(t *testing.T) {
 		p := strings.Join(rapid.SliceOfN(piece, 0, 8).Draw(t, "pieces"), "")
 		if got, want := parentDir(p), path.Dir(p); got != want {
 			t.Fatalf("parentDir(%q) = %q, path.Dir says %q", p, got, want)
+		}
+		if got, want := lastSlash(p), strings.LastIndexByte(p, '/'); got != want {
+			t.Fatalf("lastSlash(%q) = %d, strings.LastIndexByte says %d", p, got, want)
 		}
 		dir := path.Clean("/" + p)
 		name := rapid.StringMatching(`[a-z0-9-]{1,12}`).Draw(t, "name")
