@@ -190,12 +190,12 @@ type observer struct {
 	cov    *coverageRecorder // nil unless the run records coverage
 	keep   bool
 	report bool // keep the events themselves, for a report
-	// ensemble says the run is on an ensemble, whose committed view the
-	// tree looks at after every event (ensembleEvent): a life starts and
-	// ends at the first event after its commit, of whatever kind.
-	ensemble bool
-	events   []sim.Event // when report is set
-	text     strings.Builder
+	// everyEvent has the observer read every kind of event, as it did
+	// before it named the kinds it reads (TraceKinds): for the test that
+	// holds the two to the same runs.
+	everyEvent bool
+	events     []sim.Event // when report is set
+	text       strings.Builder
 
 	sessionClient map[int64]int       // session -> client
 	deletes       map[string][]uint64 // node -> steps a delete of it reached the server
@@ -268,13 +268,25 @@ func (o *observer) crashed(client int) bool {
 }
 
 // TraceKinds implements sim.KindFilter: the kinds Event reads, unless it
-// keeps the trace or its events, or follows an ensemble; then every kind.
-// The tree of a single server (serverTree.event) looks at the server after
-// a write's "apply" event at the next event it gets: nothing changes the
-// tree but a write, whose "apply" comes first, or an expiry, whose
-// "server" event does, so one event later is as good as the very next.
+// keeps the trace or its events; then every kind. The world leaves out
+// the calls' events, which the tree also took as a cue to look at the
+// server (serverTree.event, ensembleEvent), and without them it looks at
+// the same steps:
+//   - On one server it looks, after a write's "apply" event, at the next
+//     event it gets. Nothing changes the tree but a write, whose "apply"
+//     comes first, or an expiry, whose "server" event does, so one event
+//     later finds what the very next would have, and dates it by the
+//     write's step.
+//   - On an ensemble it looks at the committed view after every event,
+//     and dates a change by the step of the first event after it. The
+//     view changes only when a member applies a transaction or restarts,
+//     and the world's next event, in the same step, is a "server" event:
+//     the member's application, or the restart's note.
+//
+// TestTheKindFilterChangesNoRun holds runs with and without it to the
+// same verdicts, histories and coverage.
 func (o *observer) TraceKinds() []string {
-	if o.keep || o.report || o.ensemble {
+	if o.keep || o.report || o.everyEvent {
 		return nil
 	}
 	return []string{"session", "apply", "server", "watch", "fault"}

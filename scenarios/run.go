@@ -110,6 +110,9 @@ type RunOptions struct {
 	// lookAtEverything makes an ensemble's tree observer look at every
 	// directory and life after each change (serverTree.lookAtEverything).
 	lookAtEverything bool
+	// everyEvent has the observer read every kind of event
+	// (observer.everyEvent).
+	everyEvent bool
 	// ZKLog, if set, hears what a run on a real server does as it goes
 	// (the faults it injects), one line at a time.
 	ZKLog func(line string)
@@ -267,7 +270,7 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string, pr
 	r.rec = &sim.Record{Inner: inner, Choices: takeChoices()}
 	r.obs = newObserver(o.Trace, sc.Clients)
 	r.obs.report = o.Report
-	r.obs.ensemble = sc.Servers > 1
+	r.obs.everyEvent = o.everyEvent
 	if o.Coverage || len(o.phaseFaults) > 0 {
 		r.cov = newCoverageRecorder(sc.Clients)
 		r.obs.cov = r.cov
