@@ -158,8 +158,13 @@ type Server struct {
 	records       [8]changeRecord // the overlay's records, reused by every write
 	recordsUsed   int
 	acls          *aclTable
-	expiringNodes int  // containers and TTL nodes, which the ContainerManager sweeps
-	checkEvery    bool // check the whole tree after every transaction, not only what it touched
+	expiringNodes int    // containers and TTL nodes, which the ContainerManager sweeps
+	checkEvery    bool   // check the whole tree after every transaction, not only what it touched
+	checkPathBuf  []byte // where CheckInvariants builds a child's path
+	// nodesCheckedElsewhere skips the check of the nodes a transaction
+	// touched: another member applied it first and checked them
+	// (ApplyRecord).
+	nodesCheckedElsewhere bool
 	// prep is set on a leader's prep server (newPrepServer): writeInto
 	// keeps the last single write it validated in prepWrite, for
 	// PrepRequest to hand to the members with its record.
@@ -837,8 +842,10 @@ func (s *Server) commit(t *txn) {
 		panic(fmt.Sprintf("sim: transaction %#x committed after %#x", t.zxid, s.lastZxid))
 	}
 	s.fire(t.events)
-	for _, n := range t.touched {
-		s.checkNode(n.path, n.nameAt)
+	if !s.nodesCheckedElsewhere {
+		for _, n := range t.touched {
+			s.checkNode(n.path, n.nameAt)
+		}
 	}
 	if s.checkEvery {
 		if err := s.CheckInvariants(); err != nil {

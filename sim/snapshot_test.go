@@ -267,6 +267,7 @@ func TestSnapshotKnowsEveryServerField(t *testing.T) {
 		"nextSessionID", "nextContainer", "closingQueue", "acls", "expiringNodes", "checkEvery", "auth",
 		// transient: empty or rebuilt between inputs
 		"outputs", "txn", "overlay", "records", "recordsUsed", "caller", "replayAuth",
+		"nodesCheckedElsewhere", "checkPathBuf",
 		// counted from the server's making or restoring, as TreeChanges says
 		"treeChanges", "recentChanges",
 		// deleted nodes kept for reuse: a restored server starts with none,
