@@ -458,6 +458,13 @@ func (e *Ensemble) Connect(nowMs int64, conn ConnID, req ConnectRequest) {
 // sync) goes to the leader; the rest the member answers from what it has
 // applied, in the connection's order.
 func (e *Ensemble) Receive(nowMs int64, conn ConnID, req Request) {
+	e.receive(nowMs, conn, &req)
+}
+
+// receive is Receive with the request by pointer, as Server.receive is:
+// a Request is some 360 bytes, and it was copied at each call on its way
+// to the member that answers it. It keeps no pointer to req.
+func (e *Ensemble) receive(nowMs int64, conn ConnID, req *Request) {
 	m := e.members[e.connOn[conn]-1]
 	mc := m.conns[conn]
 	if id := m.srv.conns[conn]; id != 0 && e.leader != 0 && e.reachable(m, e.members[e.leader-1]) {
@@ -470,15 +477,15 @@ func (e *Ensemble) Receive(nowMs int64, conn ConnID, req Request) {
 		e.answer(nowMs, m, conn, req)
 		return
 	}
-	mc.queue.push(req)
+	mc.queue.push(*req)
 	e.drain(nowMs, m, conn)
 }
 
 // forwards reports whether a member hands req to the leader; a request
 // the connection layer refuses (too long, or one a 3.8 server dies of)
 // the member handles itself.
-func (e *Ensemble) forwards(req Request) bool {
-	return forwardedToLeader(req) && packetLen(&req) <= e.cfg.MaxPacketBytes && !crashesServer(&req) && req.Op != OpAuth && req.Op != OpSASL
+func (e *Ensemble) forwards(req *Request) bool {
+	return forwardedToLeader(req.Op) && packetLen(req) <= e.cfg.MaxPacketBytes && !crashesServer(req) && req.Op != OpAuth && req.Op != OpSASL
 }
 
 // answer has the member answer a request itself, from what it has
@@ -490,7 +497,7 @@ func (e *Ensemble) forwards(req Request) bool {
 // A follower answers reads without asking the leader, whoever owns the
 // session (measured: sim/difftest's SessionMovedThenReadOnTheOldFollower).
 // Auth packets are handled before a request is made (processPacket).
-func (e *Ensemble) answer(nowMs int64, m *member, conn ConnID, req Request) {
+func (e *Ensemble) answer(nowMs int64, m *member, conn ConnID, req *Request) {
 	if id := m.srv.conns[conn]; id != 0 && m.id == e.leader && req.Op != OpAuth && req.Op != OpSASL {
 		o, ok := e.owner[id]
 		if ok && o != m.id {
@@ -502,7 +509,7 @@ func (e *Ensemble) answer(nowMs int64, m *member, conn ConnID, req Request) {
 			e.owner[id] = m.id
 		}
 	}
-	m.srv.Receive(nowMs, conn, req)
+	m.srv.receive(nowMs, conn, req)
 }
 
 // drain answers a connection's queued requests until one must wait for the
@@ -514,8 +521,8 @@ func (e *Ensemble) drain(nowMs int64, m *member, conn ConnID) {
 			return
 		}
 		req := mc.queue.pop()
-		if !e.forwards(req) {
-			e.answer(nowMs, m, conn, req)
+		if !e.forwards(&req) {
+			e.answer(nowMs, m, conn, &req)
 			if m.conns[conn] == nil {
 				return // closed: its session moved
 			}
@@ -643,7 +650,7 @@ func (e *Ensemble) atLeader(nowMs int64, from *member, msg peerMsg) {
 			e.propose(nowMs, e.prepReconfig(nowMs, msg.conn, msg.session, msg.auth, *msg.req))
 			return
 		}
-		rec, resp := e.prep.PrepRequest(nowMs, msg.conn, msg.session, msg.auth, *msg.req)
+		rec, resp := e.prep.prepRequest(nowMs, msg.conn, msg.session, msg.auth, msg.req)
 		e.doneWithRequest(msg.req)
 		if rec == nil {
 			// A copy of its own, so that resp stays off the heap for the

@@ -315,7 +315,7 @@ func (w *World) deliverToServer(conn *netConn) {
 			w.emit(e)
 		}
 		if w.ens != nil {
-			w.ens.Receive(w.nowMs(), conn.id, m.req)
+			w.ens.receive(w.nowMs(), conn.id, &m.req)
 			break
 		}
 		w.server.receive(w.nowMs(), conn.id, &m.req)

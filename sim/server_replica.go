@@ -179,8 +179,8 @@ func isReplicatedWrite(op OpCode) bool {
 // forwardedToLeader reports the requests a follower hands to its leader
 // (FollowerRequestProcessor: every request that changes state, and sync);
 // the rest it answers itself.
-func forwardedToLeader(req Request) bool {
-	return preppedAsTxn(req.Op) || req.Op == OpSync
+func forwardedToLeader(op OpCode) bool {
+	return preppedAsTxn(op) || op == OpSync
 }
 
 // --- the leader's side: PrepRequestProcessor ---
@@ -212,6 +212,12 @@ func (s *Server) PrepConnect(nowMs int64, conn ConnID, timeoutMs int32) (*TxnRec
 // outstandingChanges). It returns the transaction it made, nil if none
 // (an expired session's request), and the answer.
 func (s *Server) PrepRequest(nowMs int64, conn ConnID, session int64, auth []authID, req Request) (*TxnRecord, Response) {
+	return s.prepRequest(nowMs, conn, session, auth, &req)
+}
+
+// prepRequest is PrepRequest with the request by pointer (Server.receive);
+// it keeps no pointer to req.
+func (s *Server) prepRequest(nowMs int64, conn ConnID, session int64, auth []authID, req *Request) (*TxnRecord, Response) {
 	s.conns[conn] = session
 	if s.auth == nil {
 		s.auth = make(map[ConnID]*connAuth)
@@ -223,7 +229,7 @@ func (s *Server) PrepRequest(nowMs int64, conn ConnID, session int64, auth []aut
 	}
 	before := s.lastZxid
 	s.prepWrite = checkedWrite{}
-	s.Receive(nowMs, conn, req)
+	s.receive(nowMs, conn, req)
 	var resp Response
 	replied := false
 	for _, o := range s.Outputs() {
@@ -244,7 +250,7 @@ func (s *Server) PrepRequest(nowMs int64, conn ConnID, session int64, auth []aut
 	if s.lastZxid != before+1 {
 		panic(fmt.Sprintf("sim: a forwarded %v took zxids %#x..%#x", req.Op, before+1, s.lastZxid))
 	}
-	r := &TxnRecord{Zxid: s.lastZxid, LastZxid: s.lastZxid, TimeMs: nowMs, Session: session, Conn: conn, Req: req, Auth: auth, Resp: resp}
+	r := &TxnRecord{Zxid: s.lastZxid, LastZxid: s.lastZxid, TimeMs: nowMs, Session: session, Conn: conn, Req: *req, Auth: auth, Resp: resp}
 	switch {
 	case req.Op == OpCloseSession && !req.Malformed:
 		r.Kind = RecCloseSession
