@@ -14,6 +14,19 @@ type pcgSource struct{ r *rand.Rand }
 
 func (s pcgSource) Draw(n int) int { return s.r.IntN(n) }
 
+// drawRecipeRun draws a run of a recipe of every kind on 1 or 3 servers
+// with up to 4 faults of every kind, and the seed of a random walk
+// through it.
+func drawRecipeRun(rt *rapid.T) (*Scenario, uint64) {
+	recipe := rapid.SampledFrom([]string{"fair-lock", "exclusive-lock", "stale-resume-lock", "rw-lock", "herd-lock", "semaphore", "leader-latch", "multi-lock"}).Draw(rt, "recipe")
+	servers := rapid.SampledFrom([]int{1, 3}).Draw(rt, "servers")
+	o := ExploreOptions{Recipe: recipe, Servers: []int{servers}, Hold: 2 * time.Second, MaxFaults: 4}
+	if err := o.fill(); err != nil {
+		rt.Fatal(err)
+	}
+	return drawScenario(rt, &o), rapid.Uint64().Draw(rt, "walk")
+}
+
 // The tree observer looks at just the nodes created and deleted since its
 // last look when it can (lookAtChanges on an ensemble, lookAtCreated on
 // the standalone server); that look finds what a look at every directory
@@ -23,14 +36,7 @@ func (s pcgSource) Draw(n int) int { return s.r.IntN(n) }
 // the lock's) and the report's holds and views.
 func TestTreeLookAtChangesIsALookAtEverything(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		recipe := rapid.SampledFrom([]string{"fair-lock", "exclusive-lock", "stale-resume-lock", "rw-lock", "herd-lock", "semaphore", "leader-latch", "multi-lock"}).Draw(rt, "recipe")
-		servers := rapid.SampledFrom([]int{1, 3}).Draw(rt, "servers")
-		o := ExploreOptions{Recipe: recipe, Servers: []int{servers}, Hold: 2 * time.Second, MaxFaults: 4}
-		if err := o.fill(); err != nil {
-			rt.Fatal(err)
-		}
-		sc := drawScenario(rt, &o)
-		walk := rapid.Uint64().Draw(rt, "walk")
+		sc, walk := drawRecipeRun(rt)
 		run := func(everything bool) string {
 			res, err := Run(sc, RunOptions{Strategy: WalkStrategy{Source: pcgSource{rand.New(rand.NewPCG(walk, 1))}}, Report: true, Znodes: true, lookAtEverything: everything})
 			if err != nil {
@@ -53,14 +59,7 @@ func TestTreeLookAtChangesIsALookAtEverything(t *testing.T) {
 // reads every event.
 func TestTheKindFilterChangesNoRun(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		recipe := rapid.SampledFrom([]string{"fair-lock", "exclusive-lock", "stale-resume-lock", "rw-lock", "herd-lock", "semaphore", "leader-latch", "multi-lock"}).Draw(rt, "recipe")
-		servers := rapid.SampledFrom([]int{1, 3}).Draw(rt, "servers")
-		o := ExploreOptions{Recipe: recipe, Servers: []int{servers}, Hold: 2 * time.Second, MaxFaults: 4}
-		if err := o.fill(); err != nil {
-			rt.Fatal(err)
-		}
-		sc := drawScenario(rt, &o)
-		walk := rapid.Uint64().Draw(rt, "walk")
+		sc, walk := drawRecipeRun(rt)
 		run := func(everyEvent bool) string {
 			res, err := Run(sc, RunOptions{Strategy: WalkStrategy{Source: pcgSource{rand.New(rand.NewPCG(walk, 1))}}, Coverage: true, everyEvent: everyEvent})
 			if err != nil {
