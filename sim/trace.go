@@ -85,8 +85,8 @@ type TraceSink interface {
 // kinds "call", "send", "recv", "return" and "task" that it does not read,
 // and builds none: those are every call's events, and most of a run's.
 // It may send events of other kinds it does not read. Scenarios'
-// observer, which follows the server's writes, reads none of the five on
-// a single server, where they were two thirds of an exploration's events.
+// observer, which follows the server's writes, reads none of the five,
+// which were two thirds of an exploration's events.
 type KindFilter interface {
 	TraceSink
 	// TraceKinds lists the kinds the sink reads (Event.Kind's), or nil
