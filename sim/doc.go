@@ -7,11 +7,12 @@
 //
 // A World runs tasks: ordinary blocking Go functions, each belonging to a
 // client's process, that call the client as they would a *zk.Conn. Exactly
-// one runs at a time. When every task is blocked, the scheduler takes a
-// step: it delivers a message, fires a due timer, or resumes a task whose
-// call returned, choosing among the enabled steps with the world's
-// Strategy (a random walk over the seed unless told otherwise). Virtual
-// time moves only when nothing else can happen.
+// one runs at a time. Whenever the running task blocks (on a call, a
+// sleep, a watch), the scheduler takes steps until one resumes a task: it
+// delivers a message, fires a due timer, lets the server do its own work,
+// or resumes a task that can go on, choosing among the enabled steps with
+// the world's Strategy (a random walk over the seed unless told
+// otherwise). Virtual time moves only when nothing else can happen.
 //
 //	w := sim.New(sim.Config{Seed: 7})
 //	defer w.Close()
