@@ -30,6 +30,18 @@ func newWorld(t *testing.T, seed uint64, n int, timeout time.Duration) (*World, 
 	return w, cs
 }
 
+// existsWatch sets an exists watch on path from a task, and returns its
+// channel; nil, with the error reported, when the call fails.
+func existsWatch(ctx context.Context, t *testing.T, c *Client, path string) <-chan zk.Event {
+	t.Helper()
+	_, _, ch, err := c.ExistsW(ctx, path)
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	return ch
+}
+
 func run(t *testing.T, w *World) {
 	t.Helper()
 	if err := w.Run(); err != nil {
@@ -149,9 +161,8 @@ func TestExistWatchBlindSpot(t *testing.T) {
 	a, b := cs[0], cs[1]
 	fired := false
 	w.Go(a, "watcher", func(ctx context.Context) {
-		_, _, ch, err := a.ExistsW(ctx, "/ghost")
-		if err != nil {
-			t.Error(err)
+		ch := existsWatch(ctx, t, a, "/ghost")
+		if ch == nil {
 			return
 		}
 		if err := w.Inject(Fault{Kind: FaultDisconnect, Client: 1, Duration: 3 * time.Second}); err != nil {
@@ -159,7 +170,7 @@ func TestExistWatchBlindSpot(t *testing.T) {
 		}
 		wctx, cancel := a.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
-		_, err = a.Wait(wctx, ch)
+		_, err := a.Wait(wctx, ch)
 		fired = err == nil
 	})
 	w.Go(b, "flicker", func(ctx context.Context) {
@@ -192,9 +203,8 @@ func TestExpiryInvalidatesWatchesAndStartsNewSession(t *testing.T) {
 			return
 		}
 		first = c.SessionID()
-		_, _, ch, err := c.ExistsW(ctx, "/e")
-		if err != nil {
-			t.Error(err)
+		ch := existsWatch(ctx, t, c, "/e")
+		if ch == nil {
 			return
 		}
 		// A partition longer than the session timeout.
@@ -604,9 +614,8 @@ func TestCallsThroughACrashedClientReturnAtTheCrash(t *testing.T) {
 		sleptAt = w.Now()
 	})
 	w.Go(b, "waits through a", func(ctx context.Context) {
-		_, _, watch, err := a.ExistsW(ctx, "/never")
-		if err != nil {
-			t.Error(err)
+		watch := existsWatch(ctx, t, a, "/never")
+		if watch == nil {
 			return
 		}
 		_, waitedErr = a.Wait(ctx, watch)

@@ -142,18 +142,16 @@ func TestWaitOnAWatchAndAChannelOfItsOwnWakesOnEither(t *testing.T) {
 	var mixed, watchOnly zk.Event
 	var mixedAt, watchOnlyAt time.Duration
 	w.Go(c, "waits on a watch and its own channel", func(ctx context.Context) {
-		_, _, watch, err := c.ExistsW(ctx, "/a")
-		if err != nil {
-			t.Error(err)
+		watch := existsWatch(ctx, t, c, "/a")
+		if watch == nil {
 			return
 		}
 		mixed, _ = c.Wait(ctx, watch, mine)
 		mixedAt = w.Now()
 	})
 	w.Go(c, "waits on a watch", func(ctx context.Context) {
-		_, _, watch, err := c.ExistsW(ctx, "/b")
-		if err != nil {
-			t.Error(err)
+		watch := existsWatch(ctx, t, c, "/b")
+		if watch == nil {
 			return
 		}
 		watchOnly, _ = c.Wait(ctx, watch)
