@@ -218,14 +218,9 @@ func (t *serverTree) scanDir(dir string, w sim.Event, zxidBefore int64) {
 // is built aside and looked up without a copy (a lookup by a converted
 // byte slice allocates nothing): most children have their life already.
 func (t *serverTree) scanChild(dir, name string, w sim.Event, zxidBefore int64) {
-	b := t.pathBuf[:0]
-	if dir != "/" {
-		b = append(b, dir...)
-	}
-	b = append(append(b, '/'), name...)
-	t.pathBuf = b
-	if t.live[string(b)] == nil {
-		t.addLife(string(b), w, zxidBefore)
+	t.pathBuf = sim.AppendPath(t.pathBuf[:0], dir, name)
+	if t.live[string(t.pathBuf)] == nil {
+		t.addLife(string(t.pathBuf), w, zxidBefore)
 	}
 }
 

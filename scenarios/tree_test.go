@@ -163,6 +163,9 @@ func TestTreePathsArePathPackages(t *testing.T) {
 		if got, want := sim.JoinPath(dir, name), path.Join(dir, name); got != want {
 			t.Fatalf("sim.JoinPath(%q, %q) = %q, path.Join says %q", dir, name, got, want)
 		}
+		if got, want := string(sim.AppendPath([]byte("x"), dir, name)), "x"+path.Join(dir, name); got != want {
+			t.Fatalf("sim.AppendPath(\"x\", %q, %q) = %q, want %q", dir, name, got, want)
+		}
 		if gotDir, gotName := sim.SplitPath(path.Join(dir, name)); gotDir != dir || gotName != name {
 			t.Fatalf("sim.SplitPath(%q) = %q, %q; want %q, %q", path.Join(dir, name), gotDir, gotName, dir, name)
 		}

@@ -105,13 +105,8 @@ func (s *Server) checkNodeInvariants(path string, n *znode) error {
 			// The child's path is built aside and looked up without a
 			// copy: a path allocated for every node at every run's end
 			// was a hundredth of an exploration.
-			b := s.checkPathBuf[:0]
-			if path != "/" {
-				b = append(b, path...)
-			}
-			b = append(append(b, '/'), name...)
-			s.checkPathBuf = b
-			if s.nodes[string(b)] == nil {
+			s.checkPathBuf = AppendPath(s.checkPathBuf[:0], path, name)
+			if s.nodes[string(s.checkPathBuf)] == nil {
 				return fmt.Errorf("sim: invariant: %s lists missing child %s", path, name)
 			}
 			// A create brings its name's hash from its validation

@@ -215,6 +215,15 @@ func SplitPath(path string) (parent, name string) { return parentOf(path) }
 // it.
 func JoinPath(parent, name string) string { return joinPath(parent, name) }
 
+// AppendPath appends JoinPath(parent, name) to b: for a lookup by the
+// path built in a buffer, which allocates nothing.
+func AppendPath(b []byte, parent, name string) []byte {
+	if parent != "/" {
+		b = append(b, parent...)
+	}
+	return append(append(b, '/'), name...)
+}
+
 func joinPath(parent, name string) string {
 	if parent == "/" {
 		return "/" + name
