@@ -227,26 +227,43 @@ func parseSequence(digits string) (int64, bool) {
 	return n, true
 }
 
-// sortChildren parses names and sorts the lock nodes by sequence: the
-// order of creation. Sorting the names themselves, as seed 002's code
-// does, is wrong once names carry a GUID.
-func sortChildren(names []string) []child {
-	kids := make([]child, 0, len(names))
+// sortChildren parses names into kids, reusing its array, and sorts the
+// lock nodes by sequence: the order of creation. Sorting the names
+// themselves, as seed 002's code does, is wrong once names carry a GUID.
+func sortChildren(kids []child, names []string) []child {
+	kids = kids[:0]
 	for _, n := range names {
 		if c, ok := parseChild(n); ok {
 			kids = append(kids, c)
 		}
 	}
-	slices.SortFunc(kids, func(a, b child) int {
-		if a.seq != b.seq {
-			if a.seq < b.seq {
-				return -1
-			}
-			return 1
+	if len(kids) > insertionSortMax {
+		slices.SortFunc(kids, compareChildren)
+		return kids
+	}
+	// A listing is a handful of children: an insertion sort, without
+	// SortFunc's call of the comparison for each pair (1% of an
+	// exploration). The order is total, so any sort gives the same.
+	for i := 1; i < len(kids); i++ {
+		for j := i; j > 0 && compareChildren(kids[j], kids[j-1]) < 0; j-- {
+			kids[j], kids[j-1] = kids[j-1], kids[j]
 		}
-		return strings.Compare(a.name, b.name)
-	})
+	}
 	return kids
+}
+
+// insertionSortMax is the most children sortChildren sorts by insertion.
+const insertionSortMax = 12
+
+// compareChildren orders lock nodes by sequence, then name.
+func compareChildren(a, b child) int {
+	if a.seq != b.seq {
+		if a.seq < b.seq {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a.name, b.name)
 }
 
 func indexOf(kids []child, name string) int {
@@ -569,6 +586,9 @@ type queue struct {
 	// comparing the node's owner (its ephemeralOwner) with its current
 	// session.
 	trustOldNode bool
+	// kids is the last round's listing, whose array the next round
+	// reuses: a round reads its listing only while it runs.
+	kids []child
 }
 
 // acquire creates a node of the kind and waits until pred grants it. With
@@ -675,10 +695,11 @@ func (q *queue) await(ctx context.Context, node *lockNode, pred predicate, block
 // is granted, true after a wait (or a blocker found gone) that calls for
 // another round.
 func (q *queue) round(ctx context.Context, node lockNode, pred predicate, block bool) (waited bool, err error) {
-	kids, err := q.list(ctx)
+	kids, err := q.list(ctx, q.kids)
 	if err != nil {
 		return false, err
 	}
+	q.kids = kids
 	me := indexOf(kids, node.nameIn(q.dir))
 	if me < 0 {
 		return false, errSessionGone
@@ -707,7 +728,8 @@ func (q *queue) round(ctx context.Context, node lockNode, pred predicate, block 
 		var names []string
 		names, _, watch, err = q.conn.ChildrenW(ctx, q.dir)
 		if err == nil {
-			kids = sortChildren(names)
+			kids = sortChildren(kids, names)
+			q.kids = kids
 			if me = indexOf(kids, node.nameIn(q.dir)); me < 0 {
 				return false, errSessionGone
 			}
@@ -734,8 +756,9 @@ func (q *queue) round(ctx context.Context, node lockNode, pred predicate, block 
 	return true, nil
 }
 
-// list returns the sorted children of the directory.
-func (q *queue) list(ctx context.Context) ([]child, error) {
+// list returns the sorted children of the directory, in buf's array if
+// it has room.
+func (q *queue) list(ctx context.Context, buf []child) ([]child, error) {
 	if err := q.sync(ctx); err != nil {
 		return nil, err
 	}
@@ -746,5 +769,5 @@ func (q *queue) list(ctx context.Context) ([]child, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sortChildren(names), nil
+	return sortChildren(buf, names), nil
 }

@@ -140,7 +140,7 @@ func (l *ResumeLock) resume(ctx context.Context, node lockNode) (bool, error) {
 
 // alone reports whether a plain listing shows node alone.
 func (l *ResumeLock) alone(ctx context.Context, node lockNode) (bool, error) {
-	kids, err := l.q.list(ctx)
+	kids, err := l.q.list(ctx, nil)
 	if err != nil {
 		return false, err
 	}

@@ -1,7 +1,9 @@
 package recipes
 
 import (
+	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -45,6 +47,30 @@ func TestNodeNameInItsDirIsItsBase(t *testing.T) {
 		n := lockNode{path: p}
 		if got, want := n.nameIn(dir), path.Base(p); got != want {
 			t.Fatalf("lockNode{%q}.nameIn(%q) = %q, path.Base %q", p, dir, got, want)
+		}
+	})
+}
+
+// sortChildren's insertion sort of a short listing orders the children as
+// slices.SortFunc does a listing of any length, into a reused array.
+func TestSortChildrenIsSortFunc(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		seqs := rapid.SliceOfN(rapid.IntRange(0, 20), 0, 2*insertionSortMax).Draw(t, "seqs")
+		names := make([]string, len(seqs))
+		for i, s := range seqs {
+			prefix := rapid.SampledFrom([]string{"lock-", "read-", "write-", "x"}).Draw(t, "prefix")
+			names[i] = fmt.Sprintf("%s%010d", prefix, s)
+		}
+		var want []child
+		for _, n := range names {
+			if c, ok := parseChild(n); ok {
+				want = append(want, c)
+			}
+		}
+		slices.SortFunc(want, compareChildren)
+		buf := make([]child, rapid.IntRange(0, 4).Draw(t, "buffered"))
+		if got := sortChildren(buf, names); !slices.Equal(got, want) {
+			t.Fatalf("sortChildren(%q) = %v, want %v", names, got, want)
 		}
 	})
 }
