@@ -139,27 +139,39 @@ const sequenceDigits = 10
 // "_c_" does.
 const protectedPrefix = "_c_"
 
-// protectedName is the name a protected create asks for: the GUID of the
-// attempt and the session it is made in, then the kind; ZooKeeper
-// appends the sequence. The GUID finds the node again after a create
-// whose reply was lost; the session keeps a node of a dead session from
-// being adopted by the next one (CURATOR-498).
-func protectedName(guid string, session int64, kind string) string {
-	return buildProtected(guid, session, kind)
+// protectedPath is the path a protected create in dir asks for: the name
+// is the GUID of the attempt and the session it is made in, then the
+// kind; ZooKeeper appends the sequence. The GUID finds the node again
+// after a create whose reply was lost; the session keeps a node of a dead
+// session from being adopted by the next one (CURATOR-498).
+func protectedPath(dir, guid string, session int64, kind string) string {
+	var b strings.Builder
+	b.Grow(len(dir) + 1 + protectedLen(guid, kind))
+	b.WriteString(dir)
+	b.WriteByte('/')
+	writeProtected(&b, guid, session, kind)
+	return b.String()
 }
 
 // protectedTag is what every node of one create attempt starts with.
 func protectedTag(guid string, session int64) string {
-	return buildProtected(guid, session, "")
+	var b strings.Builder
+	b.Grow(protectedLen(guid, ""))
+	writeProtected(&b, guid, session, "")
+	return b.String()
 }
 
-// buildProtected is protectedPrefix, guid, "-", the session as 16 hex
-// digits, "-" and kind, built in one allocation (fmt's "%016x" makes
-// several, once per lock node).
-func buildProtected(guid string, session int64, kind string) string {
+// protectedLen is the length of a protected name of guid and kind.
+func protectedLen(guid, kind string) int {
+	return len(protectedPrefix) + len(guid) + 1 + 16 + 1 + len(kind)
+}
+
+// writeProtected writes protectedPrefix, guid, "-", the session as 16
+// hex digits, "-" and kind, so that a path is built in one allocation
+// (fmt's "%016x" makes several, and a name joined to its directory one
+// more, once per lock node).
+func writeProtected(b *strings.Builder, guid string, session int64, kind string) {
 	const digits = "0123456789abcdef"
-	var b strings.Builder
-	b.Grow(len(protectedPrefix) + len(guid) + 1 + 16 + 1 + len(kind))
 	b.WriteString(protectedPrefix)
 	b.WriteString(guid)
 	b.WriteByte('-')
@@ -168,7 +180,6 @@ func buildProtected(guid string, session int64, kind string) string {
 	}
 	b.WriteByte('-')
 	b.WriteString(kind)
-	return b.String()
 }
 
 // A child is one lock node of a directory, parsed from its name.
@@ -364,11 +375,13 @@ func (m *nodeMaker) create(ctx context.Context, kind string) (lockNode, error) {
 			// Created in a session that is gone, and gone with it.
 			ambiguous = 0
 		}
-		name := kind
+		var p string
 		if m.protected {
-			name = protectedName(guid, s.ID, kind)
+			p = protectedPath(m.dir, guid, s.ID, kind)
+		} else {
+			p = m.dir + "/" + kind
 		}
-		created, err := m.conn.Create(ctx, m.dir+"/"+name, nil, m.flags, openACL)
+		created, err := m.conn.Create(ctx, p, nil, m.flags, openACL)
 		switch {
 		case err == nil:
 			return m.stamp(ctx, lockNode{path: created, session: s.ID, ephemeral: m.ephemeral()})
