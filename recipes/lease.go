@@ -80,18 +80,29 @@ type Lease struct {
 	lost      bool
 	suspended bool
 	since     time.Time // when the lease was first seen suspended
+
+	// node holds the one path of a lease on one node, which nodes
+	// slices: no allocation of its own per grant.
+	node [1]string
+	// rs and removal are a node lease's release when release is nil: rs
+	// settles the removal of its node (nodeLease), without closures
+	// allocated per grant.
+	rs      *removals
+	removal *removal
 }
 
 func newLease(c Conn, node lockNode, release func(ctx context.Context) error) *Lease {
 	s := c.Session()
-	return &Lease{
+	l := &Lease{
 		conn:    c,
 		token:   node.czxid,
 		session: node.session,
 		timeout: time.Duration(s.TimeoutMs) * time.Millisecond,
-		nodes:   []string{node.path},
+		node:    [1]string{node.path},
 		release: release,
 	}
+	l.nodes = l.node[:]
+	return l
 }
 
 // Token is the lease's fencing token (the lock node's czxid).
@@ -230,7 +241,12 @@ func (l *Lease) Release(ctx context.Context) error {
 	if done {
 		return result
 	}
-	err := l.release(ctx)
+	var err error
+	if l.release != nil {
+		err = l.release(ctx)
+	} else {
+		err = l.rs.settle(ctx, l.removal)
+	}
 	if err == nil || errors.Is(err, ErrLeaseLost) {
 		l.mu.Lock()
 		l.done, l.result = true, err
@@ -246,7 +262,11 @@ func (l *Lease) Release(ctx context.Context) error {
 // The handle keeps it until the node is known gone, so that a failed
 // release is finished later and never forgotten (CURATOR-486).
 type removal struct {
-	run func(ctx context.Context) error // deletes until known gone
+	// run deletes until known gone; when nil, removeNode deletes node
+	// through conn (nodeRemoval), without a closure to allocate.
+	run  func(ctx context.Context) error
+	conn Conn
+	node lockNode
 	// mu guards done and err, which a guaranteed delete's background
 	// task settles too.
 	mu   sync.Mutex
@@ -255,6 +275,14 @@ type removal struct {
 	// background: a guaranteed delete runs for it (the handle's task
 	// alone reads and sets it).
 	background bool
+}
+
+// remove deletes r's node until known gone.
+func (r *removal) remove(ctx context.Context) error {
+	if r.run != nil {
+		return r.run(ctx)
+	}
+	return removeNode(ctx, r.conn, r.node)
 }
 
 // result reports whether r is settled, and how.
@@ -312,7 +340,7 @@ func (rs *removals) settle(ctx context.Context, r *removal) error {
 		rs.forget(r)
 		return err
 	}
-	err := r.run(ctx)
+	err := r.remove(ctx)
 	if err == nil || errors.Is(err, ErrLeaseLost) {
 		r.finish(err)
 		rs.forget(r)
@@ -343,7 +371,7 @@ func (r *removal) retry(c Conn) func(ctx context.Context) {
 			if done, _ := r.result(); done {
 				return
 			}
-			err := r.run(ctx)
+			err := r.remove(ctx)
 			switch {
 			case err == nil, errors.Is(err, ErrLeaseLost):
 				r.finish(err)
@@ -371,14 +399,15 @@ func (rs *removals) flush(ctx context.Context) error {
 
 // nodeRemoval deletes node until known gone.
 func nodeRemoval(c Conn, node lockNode) *removal {
-	return &removal{run: func(ctx context.Context) error { return removeNode(ctx, c, node) }}
+	return &removal{conn: c, node: node}
 }
 
 // nodeLease returns a lease on node whose release deletes the node until
 // known gone, through the handle's removals.
 func nodeLease(c Conn, rs *removals, node lockNode) *Lease {
-	r := nodeRemoval(c, node)
-	return newLease(c, node, func(ctx context.Context) error { return rs.settle(ctx, r) })
+	l := newLease(c, node, nil)
+	l.rs, l.removal = rs, nodeRemoval(c, node)
+	return l
 }
 
 // A hold is a lock node held by a reentrant handle, with the number of
