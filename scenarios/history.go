@@ -68,6 +68,43 @@ type history struct {
 	// marks are what happened to the clients rather than what they did:
 	// the faults injected and ended, and the sessions the server expired.
 	marks []markRec
+	// lockChunk and updateChunk hold the records locks and updates point
+	// to, many to an allocation.
+	lockChunk   chunk[lockRec]
+	updateChunk chunk[updateRec]
+}
+
+// A chunk stores records in arrays that never move, so that a pointer to
+// a record stays valid while more are added, and one allocation holds
+// many records (one each was a tenth of a run's allocated bytes).
+type chunk[T any] struct {
+	free []T // the current array's room: length 0, capacity what is left
+	next int // the size of the next array
+}
+
+// add stores v and returns where.
+func (c *chunk[T]) add(v T) *T {
+	if cap(c.free) == 0 {
+		c.next = max(c.next, chunkMin)
+		c.free = make([]T, 0, c.next)
+		c.next *= 2
+	}
+	c.free = append(c.free, v)
+	p := &c.free[0]
+	c.free = c.free[1:]
+	return p
+}
+
+// chunkMin is the least number of records an array holds.
+const chunkMin = 8
+
+// reserve makes room for the records of a run of n lock cycles, in one
+// array of each kind.
+func (h *history) reserve(n int) {
+	n = min(n, MaxLockCycles)
+	h.locks = make([]*lockRec, 0, n)
+	h.updates = make([]*updateRec, 0, n)
+	h.lockChunk.next, h.updateChunk.next = n, n
 }
 
 // holding reports whether client's lease l, just granted, falls inside
@@ -94,13 +131,13 @@ type markRec struct {
 }
 
 func (h *history) add(l lockRec) *lockRec {
-	p := &l
+	p := h.lockChunk.add(l)
 	h.locks = append(h.locks, p)
 	return p
 }
 
 func (h *history) addUpdate(u updateRec) *updateRec {
-	p := &u
+	p := h.updateChunk.add(u)
 	h.updates = append(h.updates, p)
 	return p
 }

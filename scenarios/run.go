@@ -302,6 +302,7 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string, pr
 	}
 	r.store = &store{fenced: sc.Store == StoreFenced}
 	r.done = make([]bool, sc.Clients+1)
+	r.hist.reserve(sc.Clients * sc.Cycles)
 	return r
 }
 
