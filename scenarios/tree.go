@@ -59,7 +59,11 @@ type serverTree struct {
 	// comes with no request event of its own.
 	creatorOf func(czxid int64) int
 	lives     []*znodeLife
-	live      map[string]*znodeLife // path -> its current life
+	// lifeChunk holds the lives lives points to; leaseLives holds the
+	// leases' slices of lives (holdLives): many to an allocation.
+	lifeChunk  chunk[znodeLife]
+	leaseLives []*znodeLife
+	live       map[string]*znodeLife // path -> its current life
 	// alive is live's lives, in no particular order (a life that ends
 	// trades places with the last): what a look at every life walks. The
 	// order of that walk changes nothing, for each life is looked at on
@@ -231,7 +235,7 @@ func (t *serverTree) addLife(p string, w sim.Event, zxidBefore int64) {
 	if !ok {
 		return
 	}
-	z := &znodeLife{path: p, czxid: czxid, owner: owner, aliveAt: len(t.alive)}
+	z := t.lifeChunk.add(znodeLife{path: p, czxid: czxid, owner: owner, aliveAt: len(t.alive)})
 	if czxid > zxidBefore {
 		z.created, z.createStep, z.creator = true, w.Step, w.Client
 		if z.creator == 0 && t.creatorOf != nil {
@@ -385,7 +389,7 @@ func (t *serverTree) holdLives(l *lockRec) {
 		return
 	}
 	t.flush()
-	l.lives = make([]*znodeLife, len(l.nodes))
+	l.lives = t.carveLives(len(l.nodes))
 	for i, n := range l.nodes {
 		z := t.lifeAt(n, l.acquireReturn)
 		if z != nil && l.token != 0 && z.czxid != l.token && t.endedLife(n, l.token) {
@@ -393,6 +397,17 @@ func (t *serverTree) holdLives(l *lockRec) {
 		}
 		l.lives[i] = z
 	}
+}
+
+// carveLives returns n nil lives, cut from an array shared with other
+// leases' (capped, so that an append cannot reach a neighbour's).
+func (t *serverTree) carveLives(n int) []*znodeLife {
+	if n > cap(t.leaseLives) {
+		t.leaseLives = make([]*znodeLife, max(n, 4*chunkMin))
+	}
+	lives := t.leaseLives[:n:n]
+	t.leaseLives = t.leaseLives[n:]
+	return lives
 }
 
 // endedLife reports whether path p had a life of czxid that has ended.
