@@ -446,12 +446,11 @@ type span struct {
 // one holder count once.
 func (r *runner) admits(holders []span) bool {
 	writers, readers := 0, 0
-	seen := map[string]bool{}
-	for _, h := range holders {
-		if seen[h.holder] {
+	for i, h := range holders {
+		// The holders that overlap are a few: a look back beats a map.
+		if slices.ContainsFunc(holders[:i], func(o span) bool { return o.holder == h.holder }) {
 			continue
 		}
-		seen[h.holder] = true
 		if h.rec.shared {
 			readers++
 		} else {
