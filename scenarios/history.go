@@ -352,7 +352,9 @@ func (o *observer) Event(e sim.Event) {
 	case "apply":
 		switch e.Op {
 		case "delete":
-			o.deletes[e.Path] = append(o.deletes[e.Path], e.Step)
+			if o.tree.server == nil { // only zkEnd without a server's tree reads them
+				o.deletes[e.Path] = append(o.deletes[e.Path], e.Step)
+			}
 		case "closeSession":
 			if _, ok := o.closes[e.Session]; !ok {
 				o.closes[e.Session] = e.Step
