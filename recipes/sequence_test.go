@@ -26,6 +26,18 @@ func TestParseSequenceIsParseInt(t *testing.T) {
 		s := rapid.StringOfN(rapid.SampledFrom([]rune("0123456789+-_ a:/")), 0, 22, -1).Draw(t, "s")
 		checkParseSequence(t, s)
 	})
+	// A sequence's ten digits, and the same with one byte changed to any
+	// other: tenDigits reads eight at once.
+	for at := range sequenceDigits {
+		for b := range 256 {
+			s := []byte("1234567890")
+			s[at] = byte(b)
+			checkParseSequence(t, string(s))
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		checkParseSequence(t, fmt.Sprintf("%010d", rapid.Int64Range(0, 9_999_999_999).Draw(t, "n")))
+	})
 }
 
 func checkParseSequence(t interface{ Fatalf(string, ...any) }, s string) {
