@@ -276,6 +276,34 @@ type herdGroup struct {
 	woken uint64
 }
 
+// herdEntry is the groups of one path, since the change numbered since.
+type herdEntry struct {
+	groups []herdGroup
+	since  int
+}
+
+// herdVoid reports whether a change since entry e was made voids it: a
+// change of path p, of a child of p, or of every path ("").
+func (r *coverageRecorder) herdVoid(p string, e herdEntry) bool {
+	for _, c := range slices.Backward(r.changes[e.since:]) {
+		if c == "" || c == p || (len(c) > len(p) && strings.HasPrefix(c, p) && changeDir(c) == p) {
+			return true
+		}
+	}
+	return false
+}
+
+// changeDir is the directory whose herd a change of p ends, as
+// lastSlash finds it.
+func changeDir(p string) string {
+	if i := lastSlash(p); i > 0 {
+		return p[:i]
+	} else if i == 0 {
+		return "/"
+	}
+	return p
+}
+
 // coverageRecorder follows one simulated run: the phases of its clients
 // (from the workload, the calls the recipe makes and the trace) and the
 // events that matter, into a Coverage of one run.
@@ -287,8 +315,13 @@ type coverageRecorder struct {
 	// a group whose path no change touches again (a sequential node's,
 	// once deleted) stays to the end, and a list of them was searched at
 	// every change and notification (2% of an exploration). It is looked
-	// up, never ranged over.
-	herd map[string][]herdGroup
+	// up, never ranged over. A change voids the groups of its path and of
+	// its directory: an entry is checked against the changes made since
+	// it was (changes) when it is looked up, which is rare, rather than
+	// each change deleting what it voids (two deletes from the map, and
+	// the path's directory to find, at every change).
+	herd    map[string]herdEntry
+	changes []string // the paths of the changes applied while herd had entries
 	// sessions maps a session to its client.
 	sessions map[int64]int
 
@@ -403,20 +436,10 @@ func (r *coverageRecorder) follow(e *sim.Event) {
 			c.sent[c.sentPos] = sentRequest{e.Xid, e.Op}
 			c.sentPos = (c.sentPos + 1) % sentRing
 		}
-		// A change ends the herd of the notifications of the last one.
+		// A change ends the herd of the notifications of the last one
+		// (herdVoid).
 		if len(r.herd) > 0 && (e.Op == "create" || e.Op == "delete" || e.Op == "multi" || e.Op == "setData") {
-			dir := e.Path
-			if i := lastSlash(dir); i > 0 {
-				dir = dir[:i]
-			} else if i == 0 {
-				dir = "/"
-			}
-			if e.Path == "" {
-				clear(r.herd)
-			} else {
-				delete(r.herd, e.Path)
-				delete(r.herd, dir)
-			}
+			r.changes = append(r.changes, e.Path)
 		}
 	case "watch":
 		if !r.valid(e.Client) || e.Op == "EventNotWatching" {
@@ -425,18 +448,21 @@ func (r *coverageRecorder) follow(e *sim.Event) {
 		if r.clients[e.Client].kept {
 			r.cov.Events[EventWatchAfterReconnect]++
 		}
-		groups := r.herd[e.Path]
-		i := slices.IndexFunc(groups, func(g herdGroup) bool { return g.op == e.Op })
+		h, ok := r.herd[e.Path]
+		if !ok || r.herdVoid(e.Path, h) {
+			h = herdEntry{since: len(r.changes)}
+		}
+		i := slices.IndexFunc(h.groups, func(g herdGroup) bool { return g.op == e.Op })
 		if i < 0 {
-			groups = append(groups, herdGroup{op: e.Op})
-			i = len(groups) - 1
+			h.groups = append(h.groups, herdGroup{op: e.Op})
+			i = len(h.groups) - 1
 			if r.herd == nil {
-				r.herd = map[string][]herdGroup{}
+				r.herd = map[string]herdEntry{}
 			}
-			r.herd[e.Path] = groups
+			r.herd[e.Path] = h
 		}
 		bit := uint64(1) << (e.Client % 64)
-		if g := &groups[i]; g.woken&bit == 0 {
+		if g := &h.groups[i]; g.woken&bit == 0 {
 			g.woken |= bit
 			if bits.OnesCount64(g.woken) == 2 {
 				r.cov.Events[EventHerdWakeUp]++

@@ -2,12 +2,14 @@ package scenarios
 
 import (
 	"context"
+	"math/bits"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/zklab/zklab/recipes"
 	"github.com/zklab/zklab/sim"
+	"pgregory.net/rapid"
 )
 
 // The library's scenarios reach the events they are named for, and the
@@ -141,4 +143,51 @@ func TestCoverageCountsExpiriesOnAnEnsemble(t *testing.T) {
 			t.Errorf("%s on 3 servers: the report's expiries %+v, want one of a client", tc.file, r.Report.Expiries)
 		}
 	}
+}
+
+// The herd wake-ups counted with the changes noted and the groups they
+// void found on lookup (herdVoid) are those of each change deleting the
+// groups of its path and its directory at once.
+func TestHerdVoidIsDeleteOnChange(t *testing.T) {
+	paths := []string{"", "/", "/a", "/a/b", "/a/b/c", "/a/bc", "/ab", "a", "a/b", "/a/", "//a"}
+	rapid.Check(t, func(t *rapid.T) {
+		r := newCoverageRecorder(4)
+		eager := map[string][]herdGroup{}
+		wakeUps := 0
+		for i := range rapid.IntRange(0, 60).Draw(t, "events") {
+			p := rapid.SampledFrom(paths).Draw(t, "path")
+			if rapid.Bool().Draw(t, "change") {
+				op := rapid.SampledFrom([]string{"create", "delete", "multi", "setData", "getData"}).Draw(t, "op")
+				r.follow(&sim.Event{Kind: "apply", Op: op, Path: p, Client: 1, Xid: int32(i)})
+				if len(eager) > 0 && op != "getData" {
+					if p == "" {
+						clear(eager)
+					} else {
+						delete(eager, p)
+						delete(eager, changeDir(p))
+					}
+				}
+				continue
+			}
+			op := rapid.SampledFrom([]string{"EventNodeDeleted", "EventNodeChildrenChanged", "EventNodeDataChanged"}).Draw(t, "watch")
+			client := rapid.IntRange(1, 4).Draw(t, "client")
+			r.follow(&sim.Event{Kind: "watch", Op: op, Path: p, Client: client})
+			groups := eager[p]
+			j := slices.IndexFunc(groups, func(g herdGroup) bool { return g.op == op })
+			if j < 0 {
+				groups = append(groups, herdGroup{op: op})
+				j = len(groups) - 1
+				eager[p] = groups
+			}
+			if g := &groups[j]; g.woken&(1<<client) == 0 {
+				g.woken |= 1 << client
+				if bits.OnesCount64(g.woken) == 2 {
+					wakeUps++
+				}
+			}
+			if got := r.cov.Events[EventHerdWakeUp]; got != wakeUps {
+				t.Fatalf("after event %d (%s %s by c%d): %d herd wake-ups, deleting on change %d", i, op, p, client, got, wakeUps)
+			}
+		}
+	})
 }
