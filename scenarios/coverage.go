@@ -270,22 +270,42 @@ func (c *clientTrack) opOf(xid int32) string {
 
 // herdGroup is the clients (a bit each: at most 64) notified of a
 // watched change, named by the notification's type (op) and path (the
-// key it is kept under), since the change was last made.
+// key its path's newest group is kept under), since the change was last
+// made.
 type herdGroup struct {
 	op    string
 	woken uint64
+	// since is the number of changes noted when the path's first group
+	// was made; prev is the path's group made before this one, or -1.
+	since, prev int
 }
 
-// herdEntry is the groups of one path, since the change numbered since.
-type herdEntry struct {
-	groups []herdGroup
-	since  int
+// herdGroupOf is the group of the notifications of type op on path p,
+// made if the path has none since the last change that voids its groups.
+// A path's groups are chained in one array, where a map of slices
+// allocated one for each path.
+func (r *coverageRecorder) herdGroupOf(p, op string) *herdGroup {
+	since, prev := len(r.changes), -1
+	if newest, ok := r.herd[p]; ok && !r.herdVoid(p, r.groups[newest].since) {
+		for i := newest; i >= 0; i = r.groups[i].prev {
+			if r.groups[i].op == op {
+				return &r.groups[i]
+			}
+		}
+		since, prev = r.groups[newest].since, newest
+	}
+	r.groups = append(r.groups, herdGroup{op: op, since: since, prev: prev})
+	if r.herd == nil {
+		r.herd = map[string]int{}
+	}
+	r.herd[p] = len(r.groups) - 1
+	return &r.groups[len(r.groups)-1]
 }
 
-// herdVoid reports whether a change since entry e was made voids it: a
-// change of path p, of a child of p, or of every path ("").
-func (r *coverageRecorder) herdVoid(p string, e herdEntry) bool {
-	for _, c := range slices.Backward(r.changes[e.since:]) {
+// herdVoid reports whether a change since the since'th voids the groups
+// of path p: a change of p, of a child of p, or of every path ("").
+func (r *coverageRecorder) herdVoid(p string, since int) bool {
+	for _, c := range slices.Backward(r.changes[since:]) {
 		if c == "" || c == p || (len(c) > len(p) && strings.HasPrefix(c, p) && changeDir(c) == p) {
 			return true
 		}
@@ -320,7 +340,8 @@ type coverageRecorder struct {
 	// it was (changes) when it is looked up, which is rare, rather than
 	// each change deleting what it voids (two deletes from the map, and
 	// the path's directory to find, at every change).
-	herd    map[string]herdEntry
+	herd    map[string]int // path -> its newest group in groups
+	groups  []herdGroup
 	changes []string // the paths of the changes applied while herd had entries
 	// sessions maps a session to its client.
 	sessions map[int64]int
@@ -448,21 +469,8 @@ func (r *coverageRecorder) follow(e *sim.Event) {
 		if r.clients[e.Client].kept {
 			r.cov.Events[EventWatchAfterReconnect]++
 		}
-		h, ok := r.herd[e.Path]
-		if !ok || r.herdVoid(e.Path, h) {
-			h = herdEntry{since: len(r.changes)}
-		}
-		i := slices.IndexFunc(h.groups, func(g herdGroup) bool { return g.op == e.Op })
-		if i < 0 {
-			h.groups = append(h.groups, herdGroup{op: e.Op})
-			i = len(h.groups) - 1
-			if r.herd == nil {
-				r.herd = map[string]herdEntry{}
-			}
-			r.herd[e.Path] = h
-		}
 		bit := uint64(1) << (e.Client % 64)
-		if g := &h.groups[i]; g.woken&bit == 0 {
+		if g := r.herdGroupOf(e.Path, e.Op); g.woken&bit == 0 {
 			g.woken |= bit
 			if bits.OnesCount64(g.woken) == 2 {
 				r.cov.Events[EventHerdWakeUp]++
