@@ -363,6 +363,15 @@ func newCoverageRecorder(clients int) *coverageRecorder {
 	return r
 }
 
+// reserve makes room for the herd of a run of n lock cycles: a
+// notification and two changes (a create and a delete) each, mostly.
+func (r *coverageRecorder) reserve(n int) {
+	n = min(n, MaxLockCycles)
+	r.herd = make(map[string]int, n)
+	r.groups = make([]herdGroup, 0, n)
+	r.changes = make([]string, 0, 2*n)
+}
+
 // phase is client i's phase now.
 func (r *coverageRecorder) phase(i int) string {
 	c := &r.clients[i]

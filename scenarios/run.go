@@ -273,6 +273,7 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string, pr
 	r.obs.everyEvent = o.everyEvent
 	if o.Coverage || len(o.phaseFaults) > 0 {
 		r.cov = newCoverageRecorder(sc.Clients)
+		r.cov.reserve(sc.Clients * sc.Cycles)
 		r.obs.cov = r.cov
 	}
 	maxSteps := o.MaxSteps
