@@ -205,7 +205,7 @@ func (r *runner) checkEnsembleZnodes(ops []sim.Operation, lastStep uint64, timeo
 // start and end are the steps at which the view first showed the change.
 func (t *serverTree) ensembleEvent(e sim.Event) {
 	if e.Kind == "apply" && (e.Op == "create" || e.Op == "createContainer" || e.Op == "createTTL") {
-		if t.addDir(parentDir(e.Path)) {
+		if t.addDir(t.dirOf(e.Path)) {
 			t.rescan = true // the next look scans it
 		}
 	}

@@ -89,6 +89,9 @@ type serverTree struct {
 	// whole (scanDir), so there a new directory needs no rescan.
 	treeChanges uint64
 	rescan      bool
+	// dirPrefix is the last path dirOf looked at, up to and with its
+	// last slash, and dirOfPrefix that path's directory.
+	dirPrefix, dirOfPrefix string
 	// lookAtEverything turns lookAtChanges off (RunOptions'), for the
 	// test that holds it to a look at every directory and life.
 	lookAtEverything bool
@@ -163,7 +166,7 @@ func (t *serverTree) settle() {
 	t.treeChanges = t.server.TreeChanges()
 	switch w.Op {
 	case "create", "createContainer", "createTTL":
-		if dir := parentDir(w.Path); !t.lookAtCreated(dir, changesBefore, w, zxidBefore) {
+		if dir := t.dirOf(w.Path); !t.lookAtCreated(dir, changesBefore, w, zxidBefore) {
 			t.scanDir(dir, w, zxidBefore)
 		}
 	case "delete":
@@ -198,7 +201,7 @@ func (t *serverTree) lookAtCreated(dir string, changesBefore uint64, w sim.Event
 	if !ok || !c.Created {
 		return false
 	}
-	if i := lastSlash(c.Path); i < 0 || c.Path[:max(i, 1)] != dir {
+	if i := t.slashOf(c.Path); i < 0 || c.Path[:max(i, 1)] != dir {
 		return false // not a child of dir ("/" is the root's children's parent)
 	}
 	if t.live[c.Path] == nil {
@@ -434,6 +437,37 @@ func parentDir(p string) string {
 		return path.Dir(p)
 	}
 	return p[:i]
+}
+
+// dirOf is parentDir(p), which depends only on p up to its last slash:
+// for a path that begins as the last one did, up to a last slash (a
+// lock's nodes, one after another), it is that one's, found without
+// parentDir's scans of the path.
+func (t *serverTree) dirOf(p string) string {
+	if t.inDirPrefix(p) {
+		return t.dirOfPrefix
+	}
+	d := parentDir(p)
+	if i := lastSlash(p); i >= 0 {
+		t.dirPrefix, t.dirOfPrefix = p[:i+1], d
+	}
+	return d
+}
+
+// slashOf is lastSlash(p), found with one look past dirPrefix when p
+// begins with it.
+func (t *serverTree) slashOf(p string) int {
+	if t.inDirPrefix(p) {
+		return len(t.dirPrefix) - 1
+	}
+	return lastSlash(p)
+}
+
+// inDirPrefix reports whether p is dirPrefix and a name: dirPrefix is p
+// up to and with its last slash.
+func (t *serverTree) inDirPrefix(p string) bool {
+	pre := t.dirPrefix
+	return pre != "" && strings.HasPrefix(p, pre) && strings.IndexByte(p[len(pre):], '/') < 0
 }
 
 // lastSlash is strings.LastIndexByte(p, '/'), found forwards: the standard

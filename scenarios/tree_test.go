@@ -139,6 +139,27 @@ func TestServerTreeNamesCreatorsOnAnEnsemble(t *testing.T) {
 	}
 }
 
+// The tree's dirOf and slashOf, which reuse what they found for the
+// path before when a path begins as it did, are parentDir and lastSlash.
+func TestTreeDirOfIsParentDir(t *testing.T) {
+	piece := rapid.SampledFrom([]string{"/", "/", "a", "b", ".", "..", "lock-", "0000000001"})
+	rapid.Check(t, func(t *rapid.T) {
+		tree := newServerTree()
+		for range rapid.IntRange(1, 20).Draw(t, "paths") {
+			p := strings.Join(rapid.SliceOfN(piece, 0, 6).Draw(t, "pieces"), "")
+			if rapid.Bool().Draw(t, "slash") {
+				if got, want := tree.slashOf(p), lastSlash(p); got != want {
+					t.Fatalf("slashOf(%q) = %d after %q, lastSlash says %d", p, got, tree.dirPrefix, want)
+				}
+				continue
+			}
+			if got, want := tree.dirOf(p), parentDir(p); got != want {
+				t.Fatalf("dirOf(%q) = %q after %q, parentDir says %q", p, got, tree.dirPrefix, want)
+			}
+		}
+	})
+}
+
 // parentDir is path.Dir for every path, clean or not, and lastSlash
 // strings.LastIndexByte's slash; sim.JoinPath is
 // path.Join for a clean directory and a name the server could list, and
