@@ -39,6 +39,9 @@ type lockRec struct {
 	// on the same nodes with the same token (a reentrant recipe); it is
 	// part of that hold, not a grant of its own.
 	reentered bool
+	// held is what the workload holds of the grant (Worker.Acquire's),
+	// kept here rather than allocated for itself.
+	held Held
 }
 
 // updateRec is one critical section's update of the store.

@@ -227,6 +227,7 @@ func (w *Worker) acquireSide(ctx context.Context, call func(context.Context) (Le
 	if err == nil {
 		l.granted, l.token, l.session, l.nodes = true, lease.Token(), lease.SessionID(), lease.Nodes()
 		l.reentered = r.hist.holding(i, l)
+		l.held = Held{Lease: lease, rec: l}
 		r.obs.tree.holdLives(l)
 	}
 	r.mu.Unlock()
@@ -237,7 +238,7 @@ func (w *Worker) acquireSide(ctx context.Context, call func(context.Context) (Le
 		return nil, err
 	}
 	r.cov.setSection(i, PhaseHolding)
-	return &Held{Lease: lease, rec: l}, nil
+	return &l.held, nil
 }
 
 // Update is the critical section on the store: read it, hold, write it
