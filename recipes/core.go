@@ -274,6 +274,9 @@ func tenDigits(s string) (int64, bool) {
 // themselves, as seed 002's code does, is wrong once names carry a GUID.
 func sortChildren(kids []child, names []string) []child {
 	kids = kids[:0]
+	if cap(kids) < len(names) {
+		kids = make([]child, 0, len(names))
+	}
 	for _, n := range names {
 		if c, ok := parseChild(n); ok {
 			kids = append(kids, c)
@@ -287,11 +290,18 @@ func sortChildren(kids []child, names []string) []child {
 	// SortFunc's call of the comparison for each pair (1% of an
 	// exploration). The order is total, so any sort gives the same.
 	for i := 1; i < len(kids); i++ {
-		for j := i; j > 0 && compareChildren(kids[j], kids[j-1]) < 0; j-- {
-			kids[j], kids[j-1] = kids[j-1], kids[j]
+		k, j := kids[i], i
+		for ; j > 0 && childBefore(k, kids[j-1]); j-- {
+			kids[j] = kids[j-1]
 		}
+		kids[j] = k
 	}
 	return kids
+}
+
+// childBefore is compareChildren(a, b) < 0, small enough to inline.
+func childBefore(a, b child) bool {
+	return a.seq < b.seq || a.seq == b.seq && a.name < b.name
 }
 
 // insertionSortMax is the most children sortChildren sorts by insertion.
