@@ -33,9 +33,10 @@ func (c *observedConn) begin() int64 {
 		c.r.real.gate(c.client)
 	}
 	c.r.mu.Lock()
-	defer c.r.mu.Unlock()
 	c.r.obs.ops[c.client]++
-	return c.r.obs.ops[c.client]
+	n := c.r.obs.ops[c.client]
+	c.r.mu.Unlock()
+	return n
 }
 
 // enter begins a data call, noting its request for a real server's
