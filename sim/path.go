@@ -65,27 +65,66 @@ func validateServerPathRules(path string, sequential bool) error {
 	return nil
 }
 
-// plainPath reports whether path is one the server's rules surely accept:
-// a slash, then names of plain ASCII characters (letters, digits, '-' and
-// the other printable characters past '/': no dot, no control, not DEL)
-// joined by single slashes, with no slash at the end. It is the common
-// case, checked without the UTF-16 walk; a path it does not recognise
-// takes the full check.
+// plainPath reports whether path is one the server's rules, and the
+// client's laxer check, surely accept: a slash, then names of plain ASCII
+// characters (letters, digits, '-' and the other printable characters
+// past '/': no dot, no control, not DEL) joined by single slashes, with no
+// slash at the end. It is the common case, checked without the UTF-16
+// walk; a path it does not recognise takes the full check.
 func plainPath(path string) bool {
 	n := len(path)
 	if n < 2 || path[0] != '/' || path[n-1] == '/' {
 		return false
 	}
-	for i := 1; i < n; i++ {
-		b := path[i]
-		switch {
-		case b > '/' && b < 0x7f, b == '-':
-		case b == '/' && path[i-1] != '/':
-		default:
+	if n < 8 {
+		for i := 1; i < n; i++ {
+			b := path[i]
+			switch {
+			case b > '/' && b < 0x7f, b == '-':
+			case b == '/' && path[i-1] != '/':
+			default:
+				return false
+			}
+		}
+		return true
+	}
+	// Eight bytes at a time, each word overlapping the one before by a
+	// byte, so that every two neighbours share a word; the last word ends
+	// at the path's end. A lock node's path is some ninety bytes, and a
+	// byte at a time its checks by the client and the server were a
+	// twentieth of an exploration.
+	for i := 0; ; i += 7 {
+		i = min(i, n-8)
+		if !plainWord(load64(path, i)) {
 			return false
 		}
+		if i == n-8 {
+			return true
+		}
 	}
-	return true
+}
+
+// plainWord reports whether the eight bytes of x (a path's, little-endian)
+// are all plain characters or slashes, with no two slashes side by side.
+func plainWord(x uint64) bool {
+	const ones, high = 0x0101010101010101, 0x8080808080808080
+	// Each term sets the high bit of the bytes of one kind that may not
+	// be there. The sums stay within their bytes when no byte has its
+	// high bit set; when one has, the first term says so.
+	notASCII := x
+	atDEL := x + ones                    // 0x7f and up
+	belowDash := ^(x + (0x80-'-')*ones)  // below '-'
+	dot := ^((x ^ '.'*ones) + 0x7f*ones) // zero after the xor
+	slash := ^((x ^ '/'*ones) + 0x7f*ones) & high
+	double := slash & (slash >> 8) // a slash before a slash
+	return (notASCII|atDEL|belowDash|dot|double)&high == 0
+}
+
+// load64 is the eight bytes of s from i, little-endian, in one load.
+func load64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // asciiUnits returns the UTF-16 units of an ASCII path without
@@ -124,6 +163,12 @@ func utf16Units(s string) []uint16 {
 // characters outside the Basic Multilingual Plane, which the server then
 // rejects.
 func validateClientPath(path string, sequential bool) bool {
+	return plainPath(path) || validateClientPathRules(path, sequential)
+}
+
+// validateClientPathRules is validateClientPath without the fast accept
+// of plain paths.
+func validateClientPathRules(path string, sequential bool) bool {
 	if path == "" || path[0] != '/' {
 		return false
 	}

@@ -1,6 +1,10 @@
 package sim
 
-import "testing"
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
 
 // TestPathValidators compares the server's path rules (PathUtils
 // validatePath, applied by the server to create, setData and check) with
@@ -45,6 +49,19 @@ func TestPathValidators(t *testing.T) {
 		{"/../x", false, false, false},
 		{"/...", false, true, true},
 		{"/a..", false, true, true},
+		// Longer than a word, which the fast paths check eight bytes at a
+		// time.
+		{"/fair-lock/_c_9f8e7d6c-5b4a-lock-0000000012", false, true, true},
+		{"/abcdefgh/./ijklmnop", false, false, false},
+		{"/abcdefgh/../ijklmnop", false, false, false},
+		{"/abcdefgh//ijklmnop", false, false, false},
+		{"/abcdefghijklmnop\x01q", false, false, false},
+		{"/abcdefghijklmnop\x7fq", false, false, false},
+		{"/abcdefghijklmnop\u0085", false, false, false},
+		{"/abcdefghijklmnopé", false, true, true},
+		{"/abcdefghijklmnop/", false, false, false},
+		{"/abcdefghijklmnop/", true, true, true},
+		{"/abcdefgh-ijklmnop.qrstuvwx ", false, true, true},
 	}
 	for _, tc := range cases {
 		if got := validateClientPath(tc.path, tc.sequential); got != tc.client {
@@ -86,5 +103,62 @@ func TestPlainPathsAreValid(t *testing.T) {
 	}
 	if accepted == 0 {
 		t.Fatal("plainPath accepted no path of the alphabet")
+	}
+}
+
+// TestLongPlainPaths holds plainPath, which looks at a long path eight
+// bytes at a time, to the byte-at-a-time look it takes at a short one, and
+// both validators to their full rules: on paths of every length up to
+// three words drawn from the characters the rules treat apart, and on
+// plain ones with every byte at every place.
+func TestLongPlainPaths(t *testing.T) {
+	plainBytes := func(path string) bool {
+		n := len(path)
+		if n < 2 || path[0] != '/' || path[n-1] == '/' {
+			return false
+		}
+		for i := 1; i < n; i++ {
+			b := path[i]
+			switch {
+			case b > '/' && b < 0x7f, b == '-':
+			case b == '/' && path[i-1] != '/':
+			default:
+				return false
+			}
+		}
+		return true
+	}
+	check := func(path string) {
+		want := plainBytes(path)
+		if got := plainPath(path); got != want {
+			t.Fatalf("plainPath(%q) = %v, want %v", path, got, want)
+		}
+		if want && (validateServerPathRules(path, false) != nil || !validateClientPathRules(path, false) || !validateClientPathRules(path, true)) {
+			t.Fatalf("plainPath accepts %q, which the rules refuse", path)
+		}
+	}
+	for _, fill := range []byte{'a', '-', '0', '~'} {
+		for n := 2; n <= 24; n++ {
+			for at := 1; at < n; at++ {
+				for b := range 256 {
+					path := []byte("/" + strings.Repeat(string(fill), n-1))
+					path[at] = byte(b)
+					check(string(path))
+				}
+			}
+		}
+	}
+	alphabet := []byte{0, 1, ',', '-', '.', '/', '0', 'a', '~', 0x7f, 0x80, 0xc3, 0xff}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200_000 {
+		path := make([]byte, 1+r.IntN(24))
+		path[0] = '/'
+		for i := 1; i < len(path); i++ {
+			path[i] = 'a'
+			if r.IntN(4) == 0 {
+				path[i] = alphabet[r.IntN(len(alphabet))]
+			}
+		}
+		check(string(path))
 	}
 }
