@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -122,6 +123,38 @@ func TestJavaSpreadHash(t *testing.T) {
 		if got := refJavaHash(tc.s); got != tc.code^tc.code>>16 {
 			t.Errorf("reference hash of %q: %#x", tc.s, got)
 		}
+	}
+}
+
+// javaSpreadHash hashes eight ASCII characters at a time: it is held to
+// the reference, a UTF-16 unit at a time, on strings of every length up
+// to three words of every byte at every place, and of characters drawn
+// from ASCII, two-byte and four-byte runes.
+func TestJavaSpreadHashWords(t *testing.T) {
+	check := func(s string) {
+		if got, want := javaSpreadHash(s), refJavaHash(s); got != want {
+			t.Fatalf("%q: %#x, want %#x", s, got, want)
+		}
+	}
+	for n := range 25 {
+		for at := range n {
+			for b := range 128 {
+				s := []byte(strings.Repeat("~", n))
+				s[at] = byte(b)
+				check(string(s))
+			}
+			check(strings.Repeat("~", at) + "é" + strings.Repeat("~", n-at))
+			check(strings.Repeat("\x7f", at) + "\U0001D11E" + strings.Repeat("\x00", n-at))
+		}
+	}
+	runes := []rune{0, 'a', '-', '~', 0x7f, 'é', '日', 0x1D11E}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 50_000 {
+		var b strings.Builder
+		for range r.IntN(40) {
+			b.WriteRune(runes[r.IntN(len(runes))])
+		}
+		check(b.String())
 	}
 }
 
