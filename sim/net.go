@@ -186,57 +186,72 @@ func (w *World) moveOutputs(from *Server, outputs []Output) bool {
 // the server's own work, connections by creation (to-server before
 // to-client), due timers by time and creation.
 func (w *World) enumerate() []Step {
-	e := w.enabled[:0]
-	checkUnwoken := w.step%64 == 0
+	if w.step%64 == 0 {
+		w.checkUnwoken()
+	}
+	// The list is built where it is kept: a local slice stored back at
+	// the end cost a write barrier's check and three stores a step.
+	w.enabled = w.enabled[:0]
+	e := &w.enabled
 	for _, t := range w.tasks {
-		if t.done || t.ready == nil {
-			continue
-		}
-		if !t.wake {
-			// Not ready since last asked, and nothing has woken it
-			// (task.await). The claim is checked now and then.
-			if checkUnwoken && t.ready.ready() {
-				panic(fmt.Sprintf("sim: invariant: task %q is ready at step %d, but nothing woke it", t.name, w.step))
-			}
+		// A task not woken is not ready since last asked (task.await):
+		// most tasks, asked about first.
+		if !t.wake || t.done || t.ready == nil {
 			continue
 		}
 		if !t.killed && t.client != nil && (t.client.paused() || t.client.crashed) {
 			continue
 		}
 		if t.ready.ready() {
-			st := addStep(&e)
+			st := addStep(e)
 			st.Kind, st.Client, st.Task, st.task = StepRunTask, t.client.number(), t.name, t
 		} else if !t.pollAlways {
 			t.wake = false
 		}
 	}
 	if w.ens != nil {
-		e = w.ensembleSteps(e)
+		*e = w.ensembleSteps(*e)
 	} else if w.serverUp && w.server.HasInternal() {
-		e = append(e, Step{Kind: StepServerInternal})
+		*e = append(*e, Step{Kind: StepServerInternal})
 	}
 	for _, conn := range w.conns {
+		// Most connections have nothing on their way: their queues are
+		// looked at before their client.
+		toServer, toClient := conn.toServer.len() > 0, conn.toClient.len() > 0
+		if !toServer && !toClient {
+			continue
+		}
 		c := conn.client
 		if c.partitioned() {
 			continue
 		}
-		if conn.toServer.len() > 0 && w.serverUp {
-			st := addStep(&e)
+		if toServer && w.serverUp {
+			st := addStep(e)
 			st.Kind, st.Client, st.Conn, st.conn = StepToServer, c.number(), conn.id, conn
 		}
-		if conn.toClient.len() > 0 && !c.paused() {
-			st := addStep(&e)
+		if toClient && !c.paused() {
+			st := addStep(e)
 			st.Kind, st.Client, st.Conn, st.conn = StepToClient, c.number(), conn.id, conn
 		}
 	}
 	if len(w.timers) > 0 && w.timers[0].atNs <= w.nowNs { // dueTimers' common case, inline: none due
 		w.dueBuf = w.dueTimers(w.dueBuf[:0])
 		for _, t := range w.dueBuf {
-			e = append(e, Step{Kind: StepTimer, Client: t.owner.number(), timer: t})
+			*e = append(*e, Step{Kind: StepTimer, Client: t.owner.number(), timer: t})
 		}
 	}
-	w.enabled = e
-	return e
+	return *e
+}
+
+// checkUnwoken asserts that no blocked task that nothing has woken is
+// ready: enumerate does not ask them (task.await), and checks the claim
+// every 64 steps.
+func (w *World) checkUnwoken() {
+	for _, t := range w.tasks {
+		if !t.wake && !t.done && t.ready != nil && t.ready.ready() {
+			panic(fmt.Sprintf("sim: invariant: task %q is ready at step %d, but nothing woke it", t.name, w.step))
+		}
+	}
 }
 
 // addStep appends a zero step to e and returns it, to be filled in place: a
