@@ -101,6 +101,9 @@ func (s *Server) checkNodeInvariants(path string, n *znode) error {
 		}
 	}
 	if n.children != nil {
+		if !n.children.lastAgrees() {
+			return fmt.Errorf("sim: invariant: %s's children set answers wrongly for %s, the last name it took or lost", path, n.children.last)
+		}
 		for name, m := range n.children.members {
 			// The child's path is built aside and looked up without a
 			// copy: a path allocated for every node at every run's end
@@ -145,6 +148,9 @@ func (s *Server) checkSessionInvariants() error {
 		id := sess.id
 		if sess.ephemerals == nil {
 			continue
+		}
+		if !sess.ephemerals.lastAgrees() {
+			return fmt.Errorf("sim: invariant: session %#x's ephemerals answer wrongly for %s, the last path they took or lost", id, sess.ephemerals.last)
 		}
 		for path, m := range sess.ephemerals.members {
 			if n := s.nodes[path]; n == nil || n.ephemeralOwner != id {

@@ -35,6 +35,13 @@ type javaSet struct {
 	order      []string
 	entries    []javaEntry
 	orderValid bool
+
+	// last is the name the last insertion or removal named, and lastIn
+	// whether it is a member: has answers for it without hashing it. The
+	// invariants' check of a transaction asks about just the names it
+	// added or removed, each a lock node's name of some fifty bytes.
+	last   string
+	lastIn bool
 }
 
 // javaEntry is a member with its place: bucket, then insertion.
@@ -56,7 +63,17 @@ func newJavaSet(initialCapacity uint32) *javaSet {
 
 func (s *javaSet) len() int { return len(s.members) }
 
+// lastAgrees reports whether what has answers for the last name
+// inserted or removed is what the set holds: CheckInvariants asserts it.
+func (s *javaSet) lastAgrees() bool {
+	_, ok := s.members[s.last]
+	return ok == s.lastIn
+}
+
 func (s *javaSet) has(name string) bool {
+	if name == s.last {
+		return s.lastIn
+	}
 	_, ok := s.members[name]
 	return ok
 }
@@ -85,6 +102,7 @@ func (s *javaSet) addHashed(name string, hash uint32) bool {
 	s.inserted++
 	m := javaMember{seq: s.inserted, hash: hash}
 	s.members[name] = m
+	s.last, s.lastIn = name, true
 	// HashMap.putVal: if (++size > threshold) resize(); threshold = 0.75*capacity.
 	if uint64(len(s.members)) > uint64(s.capacity)*3/4 {
 		s.capacity *= 2
@@ -113,6 +131,7 @@ func (s *javaSet) remove(name string) bool {
 		return false
 	}
 	delete(s.members, name)
+	s.last, s.lastIn = name, false
 	if !s.orderValid {
 		return true
 	}

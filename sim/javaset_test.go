@@ -177,6 +177,15 @@ func TestJavaSetIncrementalOrder(t *testing.T) {
 			} else {
 				s.add(name.Draw(t, "add"))
 			}
+			// has answers for the name last changed without the map: it
+			// answers as the map does, for that name and any other.
+			if !s.lastAgrees() {
+				t.Fatalf("step %d: has(%q) answers %v, not the set's", i, s.last, s.lastIn)
+			}
+			asked := name.Draw(t, "has")
+			if _, in := s.members[asked]; s.has(asked) != in {
+				t.Fatalf("step %d: has(%q) = %v, want %v", i, asked, !in, in)
+			}
 			if rapid.Bool().Draw(t, "look") || i%17 == 0 {
 				got := s.ordered()
 				var want []javaEntry
