@@ -162,3 +162,35 @@ func TestLongPlainPaths(t *testing.T) {
 		check(string(path))
 	}
 }
+
+// TestLastSlash holds lastSlash, which looks eight bytes at a time, to
+// strings.LastIndexByte: on strings of every length up to three words with
+// every byte at every place, and of bytes drawn from those next to '/'.
+func TestLastSlash(t *testing.T) {
+	check := func(s string) {
+		if got, want := lastSlash(s), strings.LastIndexByte(s, '/'); got != want {
+			t.Fatalf("lastSlash(%q) = %d, want %d", s, got, want)
+		}
+	}
+	for n := range 25 {
+		check(strings.Repeat("a", n))
+		for at := range n {
+			for b := range 256 {
+				s := []byte(strings.Repeat("a", n))
+				s[at] = byte(b)
+				check(string(s))
+				s[n-1-at] = '/'
+				check(string(s))
+			}
+		}
+	}
+	alphabet := []byte{0, '.', '/', '0', 0x7f, 0x80, 0xaf, 0xff}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 100_000 {
+		s := make([]byte, r.IntN(25))
+		for i := range s {
+			s[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		check(string(s))
+	}
+}
