@@ -94,31 +94,31 @@ func plainPath(path string) bool {
 	// at the path's end. A lock node's path is some ninety bytes, and a
 	// byte at a time its checks by the client and the server were a
 	// twentieth of an exploration.
-	for i := 0; ; i += 7 {
-		i = min(i, n-8)
+	last := n - 8
+	for i := 0; i < last; i += 7 {
 		if !plainWord(load64(path, i)) {
 			return false
 		}
-		if i == n-8 {
-			return true
-		}
 	}
+	return plainWord(load64(path, last))
 }
 
 // plainWord reports whether the eight bytes of x (a path's, little-endian)
 // are all plain characters or slashes, with no two slashes side by side.
 func plainWord(x uint64) bool {
 	const ones, high = 0x0101010101010101, 0x8080808080808080
-	// Each term sets the high bit of the bytes of one kind that may not
-	// be there. The sums stay within their bytes when no byte has its
-	// high bit set; when one has, the first term says so.
-	notASCII := x
-	atDEL := x + ones                    // 0x7f and up
-	belowDash := ^(x + (0x80-'-')*ones)  // below '-'
-	dot := ^((x ^ '.'*ones) + 0x7f*ones) // zero after the xor
-	slash := ^((x ^ '/'*ones) + 0x7f*ones) & high
+	// Each sum sets the high bit of the bytes of one kind, and stays
+	// within each byte when no byte has its high bit set; when one has,
+	// x says so. A plain byte has its high bit set in fromDash and
+	// notDot, and clear in x, atDEL and double: each term is read in the
+	// sense it comes in, as a complement costs an instruction.
+	fromDash := x + (0x80-'-')*ones // '-' and up
+	atDEL := x + ones               // DEL and up
+	dots := x ^ '.'*ones            // zero at a dot, one at a slash
+	notDot := dots + 0x7f*ones
+	slash := ^((dots ^ ones) + 0x7f*ones)
 	double := slash & (slash >> 8) // a slash before a slash
-	return (notASCII|atDEL|belowDash|dot|double)&high == 0
+	return fromDash&notDot&^(x|atDEL|double)&high == high
 }
 
 // load64 is the eight bytes of s from i, little-endian, in one load.
