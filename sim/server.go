@@ -659,12 +659,16 @@ func (s *Server) receive(nowMs int64, conn ConnID, req *Request) {
 	case OpWhoAmI:
 		s.whoAmI(conn, *req)
 	case OpCreate, OpCreate2, OpCreateCont, OpCreateTTL, OpDelete, OpSetData, OpCheck, OpSetACL:
+		// The reply is written where it goes out, not built aside and
+		// copied there (a Response is some 260 bytes); the watch events
+		// the commit sends go out before it, and it is moved after them.
 		t := s.begin()
-		var resp Response
-		s.writeInto(nowMs, sess, req, t, &resp)
+		k := len(s.outputs)
+		r := s.replySlot(conn)
+		s.writeInto(nowMs, sess, req, t, r)
+		r.Xid, r.Zxid = req.Xid, t.zxid
 		s.commit(t)
-		resp.Xid, resp.Zxid = req.Xid, t.zxid
-		s.replyWith(conn, &resp)
+		s.replyLast(k)
 	case OpMulti:
 		t := s.begin()
 		resp := s.multi(nowMs, sess, *req, t)
@@ -689,10 +693,16 @@ func (s *Server) replySlot(conn ConnID) *Response {
 	return &o.Reply
 }
 
-// replyWith is reply for a response the caller holds: it is copied once,
-// into the output's own slot (an Output is some 380 bytes).
-func (s *Server) replyWith(conn ConnID, r *Response) {
-	*s.replySlot(conn) = *r
+// replyLast moves the reply at outputs[k] after the outputs sent since
+// (the events of its transaction), where a reply queued after its commit
+// would be.
+func (s *Server) replyLast(k int) {
+	if len(s.outputs) == k+1 {
+		return
+	}
+	reply := s.outputs[k]
+	copy(s.outputs[k:], s.outputs[k+1:])
+	s.outputs[len(s.outputs)-1] = reply
 }
 
 // --- reads ---
