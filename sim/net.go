@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"fmt"
 	"slices"
 )
@@ -273,7 +272,7 @@ func (w *World) take(st *Step) {
 	case StepToClient:
 		w.deliverToClient(st.conn)
 	case StepTimer:
-		heap.Remove(&w.timers, st.timer.index)
+		w.timers.remove(st.timer.index)
 		st.timer.fire()
 	case StepApply, StepPeer:
 		w.takeEnsembleStep(*st)

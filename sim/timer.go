@@ -2,7 +2,6 @@ package sim
 
 import (
 	"cmp"
-	"container/heap"
 	"slices"
 )
 
@@ -18,32 +17,83 @@ type timer struct {
 	frozen bool
 }
 
+// timerHeap is a min-heap of timers by (time, creation). Its operations
+// are container/heap's, step for step, written for timers: through the
+// package's interface each comparison and swap was a call of its own.
 type timerHeap []*timer
 
-func (h timerHeap) Len() int { return len(h) }
-func (h timerHeap) Less(i, j int) bool {
+func (h timerHeap) less(i, j int) bool {
 	if h[i].atNs != h[j].atNs {
 		return h[i].atNs < h[j].atNs
 	}
 	return h[i].seq < h[j].seq
 }
-func (h timerHeap) Swap(i, j int) {
+
+func (h timerHeap) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].index = i
 	h[j].index = j
 }
-func (h *timerHeap) Push(x any) {
-	t := x.(*timer)
+
+// push is heap.Push.
+func (h *timerHeap) push(t *timer) {
 	t.index = len(*h)
 	*h = append(*h, t)
+	h.up(len(*h) - 1)
 }
-func (h *timerHeap) Pop() any {
+
+// remove is heap.Remove: it takes out the timer at i.
+func (h *timerHeap) remove(i int) {
+	n := len(*h) - 1
+	if n != i {
+		h.swap(i, n)
+		if !h.down(i, n) {
+			h.up(i)
+		}
+	}
 	old := *h
-	t := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	t.index = -1
-	return t
+	old[n].index = -1
+	old[n] = nil
+	*h = old[:n]
+}
+
+// init is heap.Init.
+func (h timerHeap) init() {
+	n := len(h)
+	for i := n/2 - 1; i >= 0; i-- {
+		h.down(i, n)
+	}
+}
+
+func (h timerHeap) up(j int) {
+	for {
+		i := (j - 1) / 2 // parent
+		if i == j || !h.less(j, i) {
+			break
+		}
+		h.swap(i, j)
+		j = i
+	}
+}
+
+func (h timerHeap) down(i0, n int) bool {
+	i := i0
+	for {
+		j1 := 2*i + 1
+		if j1 >= n || j1 < 0 { // j1 < 0 after int overflow
+			break
+		}
+		j := j1 // left child
+		if j2 := j1 + 1; j2 < n && h.less(j2, j1) {
+			j = j2 // right child
+		}
+		if !h.less(j, i) {
+			break
+		}
+		h.swap(i, j)
+		i = j
+	}
+	return i > i0
 }
 
 // after schedules fire at now+delayNs on behalf of owner (nil: the world's
@@ -64,7 +114,7 @@ func (w *World) arm(t *timer, delayNs int64, owner *Client, what string, fire fu
 		owner.frozen = append(owner.frozen, t)
 		return
 	}
-	heap.Push(&w.timers, t)
+	w.timers.push(t)
 }
 
 // stop cancels a timer; it reports whether the timer was still pending.
@@ -73,7 +123,7 @@ func (w *World) stop(t *timer) bool {
 		return false
 	}
 	if t.index >= 0 {
-		heap.Remove(&w.timers, t.index)
+		w.timers.remove(t.index)
 		return true
 	}
 	if t.frozen && t.owner != nil {
@@ -104,7 +154,7 @@ func (w *World) freeze(c *Client) {
 	for i, t := range w.timers {
 		t.index = i
 	}
-	heap.Init(&w.timers)
+	w.timers.init()
 }
 
 // thaw puts a resumed client's timers back; those whose time has passed
@@ -112,7 +162,7 @@ func (w *World) freeze(c *Client) {
 func (w *World) thaw(c *Client) {
 	for _, t := range c.frozen {
 		t.frozen = false
-		heap.Push(&w.timers, t)
+		w.timers.push(t)
 	}
 	c.frozen = nil
 }
@@ -122,6 +172,9 @@ func (w *World) thaw(c *Client) {
 func (w *World) dueTimers(out []*timer) []*timer {
 	if len(w.timers) == 0 || w.timers[0].atNs > w.nowNs {
 		return out // the common case: time moves only when nothing else can happen
+	}
+	if w.onlyRootDue() {
+		return append(out, w.timers[0]) // as a rule one timer is due at a time
 	}
 	start := len(out)
 	// Walk the heap from the root; a node later than now has no earlier
@@ -145,4 +198,12 @@ func (w *World) dueTimers(out []*timer) []*timer {
 		return cmp.Compare(a.seq, b.seq)
 	})
 	return out
+}
+
+// onlyRootDue reports whether the heap's root, due, is the only timer
+// due: neither of its children is (a node later than now has no earlier
+// descendants).
+func (w *World) onlyRootDue() bool {
+	h := w.timers
+	return (len(h) < 2 || h[1].atNs > w.nowNs) && (len(h) < 3 || h[2].atNs > w.nowNs)
 }
