@@ -78,16 +78,7 @@ func plainPath(path string) bool {
 		return false
 	}
 	if n < 8 {
-		for i := 1; i < n; i++ {
-			b := path[i]
-			switch {
-			case b > '/' && b < 0x7f, b == '-':
-			case b == '/' && path[i-1] != '/':
-			default:
-				return false
-			}
-		}
-		return true
+		return plainBytes(path)
 	}
 	// Eight bytes at a time, each word overlapping the one before by a
 	// byte, so that every two neighbours share a word; the last word ends
@@ -101,6 +92,25 @@ func plainPath(path string) bool {
 		}
 	}
 	return plainWord(load64(path, last))
+}
+
+// plainBytes is plainPath a byte at a time: its look at a short path, and
+// the rule its word-at-a-time look is held to (TestLongPlainPaths).
+func plainBytes(path string) bool {
+	n := len(path)
+	if n < 2 || path[0] != '/' || path[n-1] == '/' {
+		return false
+	}
+	for i := 1; i < n; i++ {
+		b := path[i]
+		switch {
+		case b > '/' && b < 0x7f, b == '-':
+		case b == '/' && path[i-1] != '/':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // plainWord reports whether the eight bytes of x (a path's, little-endian)

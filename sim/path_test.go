@@ -107,27 +107,11 @@ func TestPlainPathsAreValid(t *testing.T) {
 }
 
 // TestLongPlainPaths holds plainPath, which looks at a long path eight
-// bytes at a time, to the byte-at-a-time look it takes at a short one, and
+// bytes at a time, to the byte-at-a-time look (plainBytes), and
 // both validators to their full rules: on paths of every length up to
 // three words drawn from the characters the rules treat apart, and on
 // plain ones with every byte at every place.
 func TestLongPlainPaths(t *testing.T) {
-	plainBytes := func(path string) bool {
-		n := len(path)
-		if n < 2 || path[0] != '/' || path[n-1] == '/' {
-			return false
-		}
-		for i := 1; i < n; i++ {
-			b := path[i]
-			switch {
-			case b > '/' && b < 0x7f, b == '-':
-			case b == '/' && path[i-1] != '/':
-			default:
-				return false
-			}
-		}
-		return true
-	}
 	check := func(path string) {
 		want := plainBytes(path)
 		if got := plainPath(path); got != want {
