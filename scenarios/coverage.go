@@ -314,9 +314,9 @@ func (r *coverageRecorder) herdVoid(p string, since int) bool {
 }
 
 // changeDir is the directory whose herd a change of p ends, as
-// lastSlash finds it.
+// sim.LastSlash finds it.
 func changeDir(p string) string {
-	if i := lastSlash(p); i > 0 {
+	if i := sim.LastSlash(p); i > 0 {
 		return p[:i]
 	} else if i == 0 {
 		return "/"

@@ -428,8 +428,10 @@ func (t *serverTree) endedLife(p string, czxid int64) bool {
 // every write, and path.Dir and path.Join there were 3% of an
 // exploration. A path that Clean would change (relative, or with a "//",
 // a "." or a ".." in its directory) goes to path.Dir.
-func parentDir(p string) string {
-	i := lastSlash(p)
+func parentDir(p string) string { return parentDirAt(p, sim.LastSlash(p)) }
+
+// parentDirAt is parentDir(p) for p's last slash at i.
+func parentDirAt(p string, i int) string {
 	switch {
 	case i == 0:
 		return "/"
@@ -447,20 +449,21 @@ func (t *serverTree) dirOf(p string) string {
 	if t.inDirPrefix(p) {
 		return t.dirOfPrefix
 	}
-	d := parentDir(p)
-	if i := lastSlash(p); i >= 0 {
+	i := sim.LastSlash(p)
+	d := parentDirAt(p, i)
+	if i >= 0 {
 		t.dirPrefix, t.dirOfPrefix = p[:i+1], d
 	}
 	return d
 }
 
-// slashOf is lastSlash(p), found with one look past dirPrefix when p
+// slashOf is sim.LastSlash(p), found with one look past dirPrefix when p
 // begins with it.
 func (t *serverTree) slashOf(p string) int {
 	if t.inDirPrefix(p) {
 		return len(t.dirPrefix) - 1
 	}
-	return lastSlash(p)
+	return sim.LastSlash(p)
 }
 
 // inDirPrefix reports whether p is dirPrefix and a name: dirPrefix is p
@@ -468,20 +471,4 @@ func (t *serverTree) slashOf(p string) int {
 func (t *serverTree) inDirPrefix(p string) bool {
 	pre := t.dirPrefix
 	return pre != "" && strings.HasPrefix(p, pre) && strings.IndexByte(p[len(pre):], '/') < 0
-}
-
-// lastSlash is strings.LastIndexByte(p, '/'), found forwards: the standard
-// library's backward search goes a byte at a time (it has no assembly on
-// amd64), and a lock node's last slash is some fifty bytes from its end
-// but a few slashes from its start, which IndexByte jumps between with
-// vector instructions. The observer splits every path a write names.
-func lastSlash(p string) int {
-	last := -1
-	for {
-		j := strings.IndexByte(p[last+1:], '/')
-		if j < 0 {
-			return last
-		}
-		last += j + 1
-	}
 }

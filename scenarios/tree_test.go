@@ -140,7 +140,7 @@ func TestServerTreeNamesCreatorsOnAnEnsemble(t *testing.T) {
 }
 
 // The tree's dirOf and slashOf, which reuse what they found for the
-// path before when a path begins as it did, are parentDir and lastSlash.
+// path before when a path begins as it did, are parentDir and sim.LastSlash.
 func TestTreeDirOfIsParentDir(t *testing.T) {
 	piece := rapid.SampledFrom([]string{"/", "/", "a", "b", ".", "..", "lock-", "0000000001"})
 	rapid.Check(t, func(t *rapid.T) {
@@ -148,8 +148,8 @@ func TestTreeDirOfIsParentDir(t *testing.T) {
 		for range rapid.IntRange(1, 20).Draw(t, "paths") {
 			p := strings.Join(rapid.SliceOfN(piece, 0, 6).Draw(t, "pieces"), "")
 			if rapid.Bool().Draw(t, "slash") {
-				if got, want := tree.slashOf(p), lastSlash(p); got != want {
-					t.Fatalf("slashOf(%q) = %d after %q, lastSlash says %d", p, got, tree.dirPrefix, want)
+				if got, want := tree.slashOf(p), sim.LastSlash(p); got != want {
+					t.Fatalf("slashOf(%q) = %d after %q, sim.LastSlash says %d", p, got, tree.dirPrefix, want)
 				}
 				continue
 			}
@@ -160,7 +160,7 @@ func TestTreeDirOfIsParentDir(t *testing.T) {
 	})
 }
 
-// parentDir is path.Dir for every path, clean or not, and lastSlash
+// parentDir is path.Dir for every path, clean or not, and sim.LastSlash
 // strings.LastIndexByte's slash; sim.JoinPath is
 // path.Join for a clean directory and a name the server could list, and
 // sim.SplitPath takes such a path apart again.
@@ -176,8 +176,8 @@ func TestTreePathsArePathPackages(t *testing.T) {
 		if got, want := parentDir(p), path.Dir(p); got != want {
 			t.Fatalf("parentDir(%q) = %q, path.Dir says %q", p, got, want)
 		}
-		if got, want := lastSlash(p), strings.LastIndexByte(p, '/'); got != want {
-			t.Fatalf("lastSlash(%q) = %d, strings.LastIndexByte says %d", p, got, want)
+		if got, want := sim.LastSlash(p), strings.LastIndexByte(p, '/'); got != want {
+			t.Fatalf("sim.LastSlash(%q) = %d, strings.LastIndexByte says %d", p, got, want)
 		}
 		dir := path.Clean("/" + p)
 		name := rapid.StringMatching(`[a-z0-9-]{1,12}`).Draw(t, "name")

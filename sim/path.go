@@ -245,12 +245,13 @@ func parentOf(path string) (parent, name string) {
 	return path[:i], path[i+1:]
 }
 
-// lastSlash is strings.LastIndexByte(path, '/'), eight bytes at a time:
+// LastSlash is strings.LastIndexByte(path, '/'), eight bytes at a time:
 // the standard library's goes a byte at a time (it has no assembly on
 // amd64), and a lock node's last slash is some fifty bytes from its end.
 // A create and a delete split their path by it (the paths split after,
-// a node's parent's, are short).
-func lastSlash(path string) int {
+// a node's parent's, are short), and scenarios' observer every path a
+// write names.
+func LastSlash(path string) int {
 	const ones, low7 = 0x0101010101010101, 0x7f7f7f7f7f7f7f7f
 	i := len(path)
 	for ; i >= 8; i -= 8 {

@@ -147,13 +147,13 @@ func TestLongPlainPaths(t *testing.T) {
 	}
 }
 
-// TestLastSlash holds lastSlash, which looks eight bytes at a time, to
+// TestLastSlash holds LastSlash, which looks eight bytes at a time, to
 // strings.LastIndexByte: on strings of every length up to three words with
 // every byte at every place, and of bytes drawn from those next to '/'.
 func TestLastSlash(t *testing.T) {
 	check := func(s string) {
-		if got, want := lastSlash(s), strings.LastIndexByte(s, '/'); got != want {
-			t.Fatalf("lastSlash(%q) = %d, want %d", s, got, want)
+		if got, want := LastSlash(s), strings.LastIndexByte(s, '/'); got != want {
+			t.Fatalf("LastSlash(%q) = %d, want %d", s, got, want)
 		}
 	}
 	for n := range 25 {

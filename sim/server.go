@@ -1078,7 +1078,7 @@ func (w *write) split() (parent, name string) {
 // last slash, the empty string standing for the root as it does in
 // DataTree's node map.
 func parentForWrite(path string) (string, bool) {
-	i := lastSlash(path)
+	i := LastSlash(path)
 	if i < 0 || strings.IndexByte(path, 0) >= 0 {
 		return "", false
 	}
