@@ -203,7 +203,7 @@ func (l *ExclusiveLock) settleAbandoned(ctx context.Context, id string, session 
 
 func (l *ExclusiveLock) lease(node lockNode) *Lease {
 	r := &removal{run: func(ctx context.Context) error { return l.remove(ctx, node) }}
-	return newLease(l.conn, node, func(ctx context.Context) error { return l.rs.settle(ctx, r) })
+	return removalLease(l.conn, &l.rs, node, r)
 }
 
 // remove deletes the node until it is known gone; after a connection loss

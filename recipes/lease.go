@@ -84,9 +84,9 @@ type Lease struct {
 	// node holds the one path of a lease on one node, which nodes
 	// slices: no allocation of its own per grant.
 	node [1]string
-	// rs and removal are a node lease's release when release is nil: rs
-	// settles the removal of its node (nodeLease), without closures
-	// allocated per grant.
+	// rs and removal are the release of a lease whose release settles a
+	// removal (removalLease), when release is nil: rs settles removal,
+	// without closures allocated per grant.
 	rs      *removals
 	removal *removal
 }
@@ -405,8 +405,14 @@ func nodeRemoval(c Conn, node lockNode) *removal {
 // nodeLease returns a lease on node whose release deletes the node until
 // known gone, through the handle's removals.
 func nodeLease(c Conn, rs *removals, node lockNode) *Lease {
+	return removalLease(c, rs, node, nodeRemoval(c, node))
+}
+
+// removalLease returns a lease on node whose release settles r through
+// the handle's removals rs.
+func removalLease(c Conn, rs *removals, node lockNode, r *removal) *Lease {
 	l := newLease(c, node, nil)
-	l.rs, l.removal = rs, nodeRemoval(c, node)
+	l.rs, l.removal = rs, r
 	return l
 }
 
