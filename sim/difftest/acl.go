@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zklab/zklab/recipes"
@@ -109,10 +108,6 @@ func (c Cred) schemeAuth() (string, []byte) {
 	return "foo", []byte("bar")
 }
 
-// reconnectSettle is how long a real client is left alone after it
-// reconnected from an AUTHFAILED (see execACL).
-const reconnectSettle = 50 * time.Millisecond
-
 // aclConn is what the ACL operations need of a client: the simulated
 // client has them with a context, zk.Conn without.
 type aclConn interface {
@@ -164,7 +159,7 @@ func (r *Run) execACL(ctx context.Context, op Op, c recipes.Conn) string {
 	switch op.Kind {
 	case AddAuth:
 		scheme, auth := op.Cred.schemeAuth()
-		seen := c.Session()
+		seen, sent := c.Session(), r.setWatchesSent(op.Client)
 		err := a.AddAuth(ctx, scheme, auth)
 		if err != zk.ErrAuthFailed {
 			return errText(err)
@@ -180,14 +175,7 @@ func (r *Run) execACL(ctx context.Context, op Op, c recipes.Conn) string {
 			}
 		}
 		out := errText(err) + " then " + r.waitSession(ctx, op.Client, c)
-		if _, real := c.(*zkconn.Conn); real {
-			// go-zookeeper v1.0.4 reads lastZxid for its setWatches
-			// (conn.go:614) on its loop goroutine after the new session
-			// is up, while its recvLoop writes it on a reply (conn.go:849):
-			// a data race if the next request's reply comes first. Let
-			// the loop build its setWatches before the next step.
-			time.Sleep(reconnectSettle)
-		}
+		r.awaitWatchesResent(op.Client, sent)
 		return out
 	case GetACL:
 		acl, stat, err := a.GetACL(ctx, p)

@@ -87,7 +87,8 @@ func (b *SimBackend) Inject(i int, fault string) error {
 type RealBackend struct {
 	Addr    string
 	Conns   []*zkconn.Conn
-	Proxies []*zktest.Proxy // one per client, when dialed with proxies
+	Proxies []*zktest.Proxy  // one per client, when dialed with proxies
+	taps    []*setWatchesTap // one per client, when dialed by dialTapped
 }
 
 // Bounds of an expiry on a real server.
@@ -153,21 +154,20 @@ func DialRealFrom(t testing.TB, addr string, locals []netip.Addr, sessionTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), sessionWaitMax)
 	defer cancel()
 	for _, local := range locals {
-		var opts []zkconn.Option
+		var dialer zk.Dialer
 		switch {
 		case t != nil:
 			p := zktest.NewProxy(t, addr)
 			b.Proxies = append(b.Proxies, p)
-			opts = append(opts, zkconn.WithDialer(p.Dialer()))
+			dialer = p.Dialer()
 		case local.IsValid():
-			opts = append(opts, zkconn.WithDialer(localDialer(local)))
+			dialer = localDialer(local)
 		}
-		c, err := zkconn.Dial([]string{addr}, sessionTimeout, opts...)
+		c, err := b.dialTapped(addr, sessionTimeout, dialer)
 		if err != nil {
 			b.Close()
 			return nil, err
 		}
-		b.Conns = append(b.Conns, c)
 		if err := c.WaitConnected(ctx); err != nil {
 			b.Close()
 			return nil, err

@@ -209,7 +209,7 @@ func (r *Run) waitSession(ctx context.Context, i int, c recipes.Conn) string {
 	ctx, cancel := c.WithTimeout(ctx, sessionWaitMax)
 	defer cancel()
 	s := c.Session()
-	for !s.Connected() {
+	for !s.Connected() || !handleHasSession(c) {
 		var err error
 		if s, err = c.WaitSession(ctx, s); err != nil {
 			return "no session: " + errText(err)

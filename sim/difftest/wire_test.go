@@ -172,11 +172,10 @@ func wireTranscripts(t TB, realAddr string, srv wireServer, seq Sequence) (realL
 		pb := &RealBackend{Addr: srv.addr}
 		defer pb.Close()
 		for _, from := range addrs {
-			c, err := zkconn.Dial([]string{"127.0.0.1:2181"}, timeout, zkconn.WithDialer(pipeDialer(srv.Server, from)))
+			c, err := pb.dialTapped("127.0.0.1:2181", timeout, pipeDialer(srv.Server, from))
 			if err != nil {
 				t.Fatalf("wire over net.Pipe: %v", err)
 			}
-			pb.Conns = append(pb.Conns, c)
 			if err := waitConnected(c); err != nil {
 				t.Fatalf("wire over net.Pipe: %v", err)
 			}
