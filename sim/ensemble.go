@@ -92,10 +92,20 @@ type Ensemble struct {
 	// message: Steps, which runs before every step of the world, visits
 	// only those links rather than every pair (looking at each pair was
 	// some 3% of an exploration's instructions on three servers).
-	busy    uint64
-	outputs []Output
-	notes   []string
-	connOn  map[ConnID]int // the member a client connection is on, 1-based
+	busy uint64
+	// open has bit linkBit(from, to) set while that link could deliver
+	// (deliverable), and canApply bit i while member i+1 could apply
+	// (canApplyNow): Steps asks these rather than every member, before
+	// every step of the world (a look at each member and busy link was
+	// some 3% of an exploration's instructions on three servers). open
+	// changes with a member's up, cut and lagging (noteReach); canApply
+	// with those and its applied and commitIdx (noteCanApply).
+	// checkStepMasks holds both to the members.
+	open     uint64
+	canApply uint32
+	outputs  []Output
+	notes    []string
+	connOn   map[ConnID]int // the member a client connection is on, 1-based
 
 	// ensCfg is the ensemble's configuration as its zoo.cfg gave it;
 	// config is the current quorum configuration, pending the one an
@@ -217,6 +227,7 @@ func NewEnsembleWith(cfg ServerConfig, n int, ec EnsembleConfig) *Ensemble {
 		e.members = append(e.members, &member{id: i + 1, srv: e.newMemberServer(), up: true, conns: make(map[ConnID]*memberConn)})
 	}
 	e.most = e.members[0]
+	e.noteReach()
 	e.Elect(0)
 	return e
 }
@@ -737,6 +748,7 @@ func (e *Ensemble) advanceCommit(nowMs int64) {
 		}
 		e.committedConfig(rec, l.commitIdx-1)
 	}
+	e.noteCanApply(l)
 }
 
 // quorumAcked reports whether the leader's log entry i has the acks of a
@@ -772,6 +784,7 @@ func (e *Ensemble) atFollower(nowMs int64, m *member, msg peerMsg) {
 			panic(fmt.Sprintf("sim: s%d told to commit entry %d with %d committed", m.id, i, m.commitIdx))
 		}
 		m.commitIdx = i + 1
+		e.noteCanApply(m)
 	case msgAnswer:
 		if mc := m.conns[msg.conn]; mc != nil {
 			m.srv.reply(msg.conn, *msg.resp)
@@ -864,25 +877,73 @@ func (e *Ensemble) Steps(buf []EnsembleStep) []EnsembleStep {
 // every step, and listing them aside to copy them in was over 1% of an
 // exploration's instructions on three servers.
 func (e *Ensemble) appendSteps(buf []Step) []Step {
-	for _, m := range e.members {
-		if m.applied < m.commitIdx && m.up && !m.lagging { // as a rule, applied is all it knows committed
-			st := addStep(&buf)
-			st.Kind, st.Server = StepApply, m.id
-		}
+	for b := e.canApply; b != 0; b &= b - 1 {
+		st := addStep(&buf)
+		st.Kind, st.Server = StepApply, bits.TrailingZeros32(b)+1
 	}
 	if e.leader != 0 && e.prep.HasInternal() {
 		st := addStep(&buf)
 		st.Kind, st.Server = StepServerInternal, e.leader
 	}
-	for b := e.busy; b != 0; b &= b - 1 {
+	for b := e.busy & e.open; b != 0; b &= b - 1 {
 		i := bits.TrailingZeros64(b)
-		from, to := i/maxLinkEnds, i%maxLinkEnds
-		if e.deliverable(from+1, to+1) {
-			st := addStep(&buf)
-			st.Kind, st.Server, st.To = StepPeer, from+1, to+1
-		}
+		st := addStep(&buf)
+		st.Kind, st.Server, st.To = StepPeer, i/maxLinkEnds+1, i%maxLinkEnds+1
 	}
 	return buf
+}
+
+// canApplyNow reports whether member m could apply its next transaction:
+// it knows one committed that it has not applied, it is up and it does
+// not lag. As a rule, applied is all it knows committed.
+func canApplyNow(m *member) bool { return m.applied < m.commitIdx && m.up && !m.lagging }
+
+// noteCanApply keeps m's bit of canApply after its applied, commitIdx,
+// up or lagging changed.
+func (e *Ensemble) noteCanApply(m *member) {
+	bit := uint32(1) << (m.id - 1)
+	if canApplyNow(m) {
+		e.canApply |= bit
+	} else {
+		e.canApply &^= bit
+	}
+}
+
+// noteReach keeps open after a member's up, cut or lagging changed: it
+// looks at every link, as such changes are rare.
+func (e *Ensemble) noteReach() { e.open = e.deliverableLinks() }
+
+// deliverableLinks is open as it should be: the links that could deliver.
+func (e *Ensemble) deliverableLinks() uint64 {
+	var open uint64
+	for from := range e.members {
+		for to := range e.members {
+			if e.deliverable(from+1, to+1) {
+				open |= linkBit(from, to)
+			}
+		}
+	}
+	return open
+}
+
+// checkStepMasks holds open and canApply to what they stand for: a step
+// Steps would wrongly list or leave out changes what a strategy explores.
+// The world asks every 64 steps (World.checkUnwoken), CheckInvariants
+// at the end of a run and in the tests.
+func (e *Ensemble) checkStepMasks() error {
+	var canApply uint32
+	for _, m := range e.members {
+		if canApplyNow(m) {
+			canApply |= 1 << (m.id - 1)
+		}
+	}
+	if canApply != e.canApply {
+		return fmt.Errorf("sim: invariant: the members that could apply are %#b, marked %#b", canApply, e.canApply)
+	}
+	if open := e.deliverableLinks(); open != e.open {
+		return fmt.Errorf("sim: invariant: the links that could deliver are %#x, marked %#x", open, e.open)
+	}
+	return nil
 }
 
 // deliverable reports whether a link's next message can arrive: the
@@ -930,6 +991,7 @@ func (e *Ensemble) applyNext(nowMs int64, m *member) *TxnRecord {
 	}
 	m.srv.ApplyRecord(rec)
 	m.applied++
+	e.noteCanApply(m)
 	e.noteApplied(m)
 	if m.id == e.leader && rec.Zxid == e.handOffZxid && e.handOffTo != 0 {
 		// The leader answered the reconfig on its own connection, if it
@@ -1000,6 +1062,8 @@ func (e *Ensemble) Crash(i int) []ConnID {
 	m.conns = make(map[ConnID]*memberConn)
 	m.waiters = nil
 	m.up = false
+	e.noteReach()
+	e.noteCanApply(m)
 	m.following = 0
 	e.note("s%d crashed", i)
 	// What it sent before it died still arrives: the kernel sends a
@@ -1033,6 +1097,8 @@ func (e *Ensemble) Restart(nowMs int64, i int) {
 	}
 	m.srv.Outputs()
 	m.applied = m.commitIdx
+	e.noteReach()
+	e.noteCanApply(m)
 	e.noteApplied(m)
 	e.note("s%d restarted at zxid %#x", i, m.srv.lastZxid)
 	e.join(nowMs, m)
@@ -1045,6 +1111,7 @@ func (e *Ensemble) SetCut(nowMs int64, i int, cut bool) {
 		return
 	}
 	m.cut = cut
+	e.noteReach()
 	if !cut {
 		e.note("s%d reaches the other servers again", i)
 		e.join(nowMs, m)
@@ -1065,7 +1132,10 @@ func (e *Ensemble) SetCut(nowMs int64, i int, cut bool) {
 // SetLag makes member i receive nothing from its leader and apply nothing,
 // or ends that.
 func (e *Ensemble) SetLag(i int, lag bool) {
-	e.members[i-1].lagging = lag
+	m := e.members[i-1]
+	m.lagging = lag
+	e.noteReach()
+	e.noteCanApply(m)
 }
 
 // Lagging reports whether member i lags.
@@ -1220,6 +1290,7 @@ func (e *Ensemble) lead(nowMs int64, l *member) {
 		e.config = configFromText(e.config.text(), len(e.members))
 	}
 	l.commitIdx = len(l.log)
+	e.noteCanApply(l)
 	e.leader = l.id
 	l.following = l.id
 	e.acks = make([]uint32, len(l.log))
@@ -1259,6 +1330,7 @@ func (e *Ensemble) join(nowMs int64, m *member) {
 	}
 	m.log = slices.Clone(l.log)
 	m.commitIdx = l.commitIdx
+	e.noteCanApply(m)
 	m.following = l.id
 	for i := l.commitIdx; i < len(l.log); i++ {
 		e.acks[i] |= 1 << (m.id - 1)
@@ -1270,6 +1342,9 @@ func (e *Ensemble) join(nowMs int64, m *member) {
 // history is the committed log's prefix, and that busy marks exactly the
 // links that hold messages.
 func (e *Ensemble) CheckInvariants() error {
+	if err := e.checkStepMasks(); err != nil {
+		return err
+	}
 	if most := e.mostApplied(); most != e.most {
 		return fmt.Errorf("sim: s%d has applied the most (%d), MostApplied says s%d (%d)", most.id, most.applied, e.most.id, e.most.applied)
 	}

@@ -244,11 +244,18 @@ func (w *World) enumerate() []Step {
 
 // checkUnwoken asserts that no blocked task that nothing has woken is
 // ready: enumerate does not ask them (task.await), and checks the claim
-// every 64 steps.
+// every 64 steps. It checks the ensemble's marks of what it could do
+// next (Ensemble.checkStepMasks) then too, as enumerate lists its steps
+// from them.
 func (w *World) checkUnwoken() {
 	for _, t := range w.tasks {
 		if !t.wake && !t.done && t.ready != nil && t.ready.ready() {
 			panic(fmt.Sprintf("sim: invariant: task %q is ready at step %d, but nothing woke it", t.name, w.step))
+		}
+	}
+	if w.ens != nil {
+		if err := w.ens.checkStepMasks(); err != nil {
+			panic(fmt.Sprintf("%v, at step %d", err, w.step))
 		}
 	}
 }
