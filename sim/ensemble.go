@@ -105,7 +105,9 @@ type Ensemble struct {
 	canApply uint32
 	outputs  []Output
 	notes    []string
-	connOn   map[ConnID]int // the member a client connection is on, 1-based
+	// conns holds the member each client connection is on and what
+	// that member keeps of it.
+	conns connTable
 
 	// ensCfg is the ensemble's configuration as its zoo.cfg gave it;
 	// config is the current quorum configuration, pending the one an
@@ -138,10 +140,9 @@ type member struct {
 	commitIdx int          // how many of its log entries it knows committed
 	applied   int          // how many it has applied
 	up        bool
-	cut       bool // partitioned from the other servers
-	lagging   bool // receives nothing from its leader and applies nothing
-	following int  // the leader it is in sync with, 0 for none
-	conns     map[ConnID]*memberConn
+	cut       bool     // partitioned from the other servers
+	lagging   bool     // receives nothing from its leader and applies nothing
+	following int      // the leader it is in sync with, 0 for none
 	waiters   []ConnID // connections whose sync or connect waits to catch up, in arrival order
 }
 
@@ -156,6 +157,88 @@ type memberConn struct {
 	sync        *Request
 	connect     *ConnectRequest
 	connectOK   bool
+}
+
+// connTable maps a client connection's id to the member it is on and
+// what that member keeps of it. Connection ids are handed out one after
+// another from 1 (World.connSeq, the wire server's journal), so the
+// table is a slice indexed by id, and a map only for ids past
+// maxDenseConnID or below 1, which keeps a long-lived server's slice
+// small. The ensemble looked a connection up in two maps several times
+// for every request and every message about one: some 1% of an
+// exploration's instructions on three servers.
+type connTable struct {
+	dense  []connEntry // by id
+	sparse map[ConnID]connEntry
+}
+
+// connEntry is what connTable holds of a connection.
+type connEntry struct {
+	member int         // 1-based; 0 for a connection on no member
+	mc     *memberConn // nil once the member keeps nothing of it
+}
+
+// maxDenseConnID bounds the ids connTable keeps in its slice.
+const maxDenseConnID = 1 << 12
+
+func (t *connTable) get(conn ConnID) connEntry {
+	if uint64(conn) < uint64(len(t.dense)) {
+		return t.dense[conn]
+	}
+	if conn > 0 && conn < maxDenseConnID {
+		return connEntry{}
+	}
+	return t.sparse[conn]
+}
+
+func (t *connTable) set(conn ConnID, c connEntry) {
+	if conn > 0 && conn < maxDenseConnID {
+		if n := int(conn) + 1; n > len(t.dense) {
+			t.dense = slices.Grow(t.dense, n-len(t.dense))[:n]
+		}
+		t.dense[conn] = c
+		return
+	}
+	if t.sparse == nil {
+		t.sparse = make(map[ConnID]connEntry)
+	}
+	t.sparse[conn] = c
+}
+
+// remove forgets the connection.
+func (t *connTable) remove(conn ConnID) {
+	if conn > 0 && conn < maxDenseConnID {
+		if int(conn) < len(t.dense) {
+			t.dense[conn] = connEntry{}
+		}
+		return
+	}
+	delete(t.sparse, conn)
+}
+
+// forget drops what the connection's member keeps of it; the connection
+// stays on the member.
+func (t *connTable) forget(conn ConnID) {
+	c := t.get(conn)
+	if c.member != 0 {
+		c.mc = nil
+		t.set(conn, c)
+	}
+}
+
+// forgetAllOn drops what member i keeps of every connection on it.
+func (t *connTable) forgetAllOn(i int) {
+	for j := range t.dense {
+		if t.dense[j].member == i {
+			t.dense[j].mc = nil
+		}
+	}
+	for conn, c := range t.sparse {
+		if c.member == i {
+			c.mc = nil
+			t.sparse[conn] = c
+		}
+	}
 }
 
 type peerKind uint8
@@ -218,13 +301,13 @@ func NewEnsembleWith(cfg ServerConfig, n int, ec EnsembleConfig) *Ensemble {
 			panic(fmt.Sprintf("sim: an ensemble of %d servers with a server.%d line", n, s.ID))
 		}
 	}
-	e := &Ensemble{cfg: cfg.withDefaults(), owner: make(map[int64]int), connOn: make(map[ConnID]int), ensCfg: ec}
+	e := &Ensemble{cfg: cfg.withDefaults(), owner: make(map[int64]int), ensCfg: ec}
 	e.config = newParsedConfig(ec.Servers, e.initialConfigVersion(), n)
 	e.initialConfigText = e.config.text()
 	e.links = make([][]fifo[peerMsg], n)
 	for i := range n {
 		e.links[i] = make([]fifo[peerMsg], n)
-		e.members = append(e.members, &member{id: i + 1, srv: e.newMemberServer(), up: true, conns: make(map[ConnID]*memberConn)})
+		e.members = append(e.members, &member{id: i + 1, srv: e.newMemberServer(), up: true})
 	}
 	e.most = e.members[0]
 	e.noteReach()
@@ -395,31 +478,41 @@ func (e *Ensemble) Open(i int, conn ConnID, addr netip.Addr) bool {
 	if !e.serving(m) {
 		return false
 	}
+	if c := e.conns.get(conn); c.mc != nil {
+		panic(fmt.Sprintf("sim: connection %d opened on s%d, open on s%d already", conn, i, c.member))
+	}
 	m.srv.OpenFrom(conn, addr)
-	e.connOn[conn] = i
-	m.conns[conn] = &memberConn{}
+	e.conns.set(conn, connEntry{member: i, mc: &memberConn{}})
 	return true
 }
 
 // ServerOf is the member a connection is open on, 0 if none.
-func (e *Ensemble) ServerOf(conn ConnID) int { return e.connOn[conn] }
+func (e *Ensemble) ServerOf(conn ConnID) int { return e.conns.get(conn).member }
 
 // HasConn reports whether the connection is open on its member.
 func (e *Ensemble) HasConn(conn ConnID) bool {
-	i := e.connOn[conn]
+	i := e.conns.get(conn).member
 	return i != 0 && e.members[i-1].srv.HasConn(conn)
+}
+
+// memberConn is what member m keeps of a connection, nil if it keeps
+// nothing.
+func (e *Ensemble) memberConn(m *member, conn ConnID) *memberConn {
+	if c := e.conns.get(conn); c.member == m.id {
+		return c.mc
+	}
+	return nil
 }
 
 // Disconnect tells the connection's member it is gone.
 func (e *Ensemble) Disconnect(conn ConnID) {
-	i := e.connOn[conn]
+	i := e.conns.get(conn).member
 	if i == 0 {
 		return
 	}
 	m := e.members[i-1]
 	m.srv.Disconnect(conn)
-	delete(m.conns, conn)
-	delete(e.connOn, conn)
+	e.conns.remove(conn)
 }
 
 // closeConn closes a connection from the member's side.
@@ -429,8 +522,7 @@ func (e *Ensemble) closeConn(m *member, conn ConnID) {
 	}
 	m.srv.dropConn(conn)
 	m.srv.send(Output{Conn: conn, Kind: OutClose})
-	delete(m.conns, conn)
-	delete(e.connOn, conn)
+	e.conns.remove(conn)
 }
 
 func (e *Ensemble) closeAllConns(m *member, why string) {
@@ -446,7 +538,8 @@ func (e *Ensemble) closeAllConns(m *member, why string) {
 // Connect handles a ConnectRequest: a new session is a transaction the
 // leader makes; a reattached session is revalidated by the leader first.
 func (e *Ensemble) Connect(nowMs int64, conn ConnID, req ConnectRequest) {
-	m := e.members[e.connOn[conn]-1]
+	c := e.conns.get(conn)
+	m := e.members[c.member-1]
 	if !e.serving(m) {
 		e.closeConn(m, conn)
 		return
@@ -455,7 +548,7 @@ func (e *Ensemble) Connect(nowMs int64, conn ConnID, req ConnectRequest) {
 		m.srv.Connect(nowMs, conn, req) // refuses: the client tries another server
 		return
 	}
-	mc := m.conns[conn]
+	mc := c.mc
 	mc.outstanding = true
 	if req.SessionID == 0 {
 		e.toLeader(nowMs, m, peerMsg{kind: msgConnect, conn: conn, connect: &req})
@@ -476,8 +569,8 @@ func (e *Ensemble) Receive(nowMs int64, conn ConnID, req Request) {
 // a Request is some 360 bytes, and it was copied at each call on its way
 // to the member that answers it. It keeps no pointer to req.
 func (e *Ensemble) receive(nowMs int64, conn ConnID, req *Request) {
-	m := e.members[e.connOn[conn]-1]
-	mc := m.conns[conn]
+	c := e.conns.get(conn)
+	m, mc := e.members[c.member-1], c.mc
 	if id := m.srv.conns[conn]; id != 0 && e.leader != 0 && e.reachable(m, e.members[e.leader-1]) {
 		// Followers report their sessions' activity to the leader in
 		// their pings (LearnerSessionTracker.touchSession); the model
@@ -527,14 +620,14 @@ func (e *Ensemble) answer(nowMs int64, m *member, conn ConnID, req *Request) {
 // leader.
 func (e *Ensemble) drain(nowMs int64, m *member, conn ConnID) {
 	for {
-		mc := m.conns[conn]
+		mc := e.memberConn(m, conn)
 		if mc == nil || !m.srv.HasConn(conn) || mc.outstanding || mc.queue.len() == 0 {
 			return
 		}
 		req := mc.queue.pop()
 		if !e.forwards(&req) {
 			e.answer(nowMs, m, conn, &req)
-			if m.conns[conn] == nil {
+			if e.memberConn(m, conn) == nil {
 				return // closed: its session moved
 			}
 			continue
@@ -786,27 +879,27 @@ func (e *Ensemble) atFollower(nowMs int64, m *member, msg peerMsg) {
 		m.commitIdx = i + 1
 		e.noteCanApply(m)
 	case msgAnswer:
-		if mc := m.conns[msg.conn]; mc != nil {
+		if mc := e.memberConn(m, msg.conn); mc != nil {
 			m.srv.reply(msg.conn, *msg.resp)
 			mc.outstanding = false
 			e.drain(nowMs, m, msg.conn)
 		}
 	case msgSynced:
-		if mc := m.conns[msg.conn]; mc != nil {
+		if mc := e.memberConn(m, msg.conn); mc != nil {
 			req := *msg.req
 			mc.waitZxid, mc.sync = msg.zxid, &req
 			m.waiters = append(m.waiters, msg.conn)
 			e.catchUp(nowMs, m, msg.conn)
 		}
 	case msgMoved:
-		if m.conns[msg.conn] != nil {
+		if e.memberConn(m, msg.conn) != nil {
 			// FinalRequestProcessor: a SessionMovedException closes the
 			// connection without an answer.
 			e.note("s%d closes conn%d: its session moved to another server", m.id, msg.conn)
 			e.closeConn(m, msg.conn)
 		}
 	case msgRevalidated:
-		if mc := m.conns[msg.conn]; mc != nil {
+		if mc := e.memberConn(m, msg.conn); mc != nil {
 			mc.waitZxid, mc.connectOK = msg.zxid, msg.ok
 			m.waiters = append(m.waiters, msg.conn)
 			e.catchUp(nowMs, m, msg.conn)
@@ -819,7 +912,7 @@ func (e *Ensemble) atFollower(nowMs int64, m *member, msg peerMsg) {
 // catchUp answers a connection's sync or connect once the member has
 // applied up to the zxid it waits for.
 func (e *Ensemble) catchUp(nowMs int64, m *member, conn ConnID) {
-	mc := m.conns[conn]
+	mc := e.memberConn(m, conn)
 	if mc == nil || (mc.sync == nil && mc.connect == nil) || m.srv.lastZxid < mc.waitZxid {
 		return
 	}
@@ -827,7 +920,7 @@ func (e *Ensemble) catchUp(nowMs int64, m *member, conn ConnID) {
 		// What the member applied while catching up closed the
 		// connection (its session's close or expiry): the sync has no one
 		// to answer.
-		delete(m.conns, conn)
+		e.conns.forget(conn)
 		return
 	}
 	switch {
@@ -999,7 +1092,7 @@ func (e *Ensemble) applyNext(nowMs int64, m *member) *TxnRecord {
 		e.handOff(nowMs, e.handOffTo)
 		return rec
 	}
-	if mc := m.conns[rec.Conn]; mc != nil && rec.Conn != 0 && mc.outstanding && mc.connect == nil && mc.sync == nil {
+	if mc := e.memberConn(m, rec.Conn); mc != nil && rec.Conn != 0 && mc.outstanding && mc.connect == nil && mc.sync == nil {
 		mc.outstanding = false
 		e.drain(nowMs, m, rec.Conn)
 	}
@@ -1008,7 +1101,7 @@ func (e *Ensemble) applyNext(nowMs int64, m *member) *TxnRecord {
 		m.waiters = nil
 		for _, c := range waiters {
 			e.catchUp(nowMs, m, c)
-			if mc := m.conns[c]; mc != nil && (mc.sync != nil || mc.connect != nil) {
+			if mc := e.memberConn(m, c); mc != nil && (mc.sync != nil || mc.connect != nil) {
 				m.waiters = append(m.waiters, c)
 			}
 		}
@@ -1057,9 +1150,9 @@ func (e *Ensemble) Crash(i int) []ConnID {
 	conns := slices.Sorted(maps.Keys(m.srv.conns))
 	for _, c := range conns {
 		m.srv.dropConn(c)
-		delete(e.connOn, c)
+		e.conns.remove(c)
 	}
-	m.conns = make(map[ConnID]*memberConn)
+	e.conns.forgetAllOn(m.id)
 	m.waiters = nil
 	m.up = false
 	e.noteReach()
