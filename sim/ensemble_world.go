@@ -96,8 +96,10 @@ func (w *World) serverOutputs() ([]Output, *Server) {
 	if w.ens == nil {
 		return w.server.Outputs(), w.server
 	}
-	for _, n := range w.ens.Notes() {
-		w.emit(Event{Kind: "server", Detail: n})
+	if len(w.ens.notes) > 0 { // most steps note nothing, and taking none cost a store of the slice
+		for _, n := range w.ens.Notes() {
+			w.emit(Event{Kind: "server", Detail: n})
+		}
 	}
 	switch srv, several := w.ens.soleOutputs(); {
 	case several:
@@ -143,16 +145,18 @@ func memberName(i int) string {
 	return "s" + strconv.Itoa(i)
 }
 
-func (w *World) ensembleSteps(e []Step) []Step { return w.ens.appendSteps(e) }
-
-func (w *World) takeEnsembleStep(st Step) {
-	rec := w.ens.Step(w.nowMs(), EnsembleStep{Kind: st.Kind, Server: st.Server, To: st.To})
+// takeEnsembleStep takes an ensemble's step. It takes the step by
+// pointer, as World.take does (a Step is some 80 bytes, and it was copied
+// for every message between members), and reads it before it acts.
+func (w *World) takeEnsembleStep(st *Step) {
+	kind, server := st.Kind, st.Server
+	rec := w.ens.Step(w.nowMs(), EnsembleStep{Kind: kind, Server: server, To: st.To})
 	if rec != nil && w.trace.on() {
-		switch st.Kind {
+		switch kind {
 		case StepApply:
-			w.emit(Event{Kind: "server", Session: rec.Session, Zxid: rec.Zxid, Detail: w.appliedText(st.Server, rec)})
+			w.emit(Event{Kind: "server", Session: rec.Session, Zxid: rec.Zxid, Detail: w.appliedText(server, rec)})
 		case StepServerInternal:
-			w.emit(Event{Kind: "server", Session: rec.Session, Zxid: rec.Zxid, Detail: fmt.Sprintf("s%d proposes closeSession: session expired", st.Server)})
+			w.emit(Event{Kind: "server", Session: rec.Session, Zxid: rec.Zxid, Detail: fmt.Sprintf("s%d proposes closeSession: session expired", server)})
 		}
 	}
 	w.drainServer()

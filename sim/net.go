@@ -209,7 +209,7 @@ func (w *World) enumerate() []Step {
 		}
 	}
 	if w.ens != nil {
-		*e = w.ensembleSteps(*e)
+		w.ens.appendSteps(e)
 	} else if w.serverUp && w.server.HasInternal() {
 		*e = append(*e, Step{Kind: StepServerInternal})
 	}
@@ -282,10 +282,10 @@ func (w *World) take(st *Step) {
 		w.timers.remove(st.timer.index)
 		st.timer.fire()
 	case StepApply, StepPeer:
-		w.takeEnsembleStep(*st)
+		w.takeEnsembleStep(st)
 	case StepServerInternal:
 		if w.ens != nil {
-			w.takeEnsembleStep(*st)
+			w.takeEnsembleStep(st)
 			break
 		}
 		id := w.server.StepInternal(w.nowMs())
