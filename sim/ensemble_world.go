@@ -176,16 +176,18 @@ func (w *World) takeEnsembleStep(st *Step) {
 func (w *World) appliedText(i int, rec *TxnRecord) string {
 	n := w.Servers()
 	if rec.appliedText == "" {
-		b := append(w.textBuf[:0], memberName(1)...)
+		first := memberName(1)
+		b := append(w.textBuf[:0], first...)
 		b = append(b, " applied "...)
 		b = rec.appendText(b)
 		one := len(b)
 		for j := 2; j <= n; j++ {
-			if len(memberName(j)) != len(memberName(1)) {
+			name := memberName(j)
+			if len(name) != len(first) {
 				break // a member's text would not be a slice of one length
 			}
-			b = append(b, memberName(j)...)
-			b = append(b, b[len(memberName(1)):one]...)
+			b = append(b, name...)
+			b = append(b, b[len(first):one]...)
 		}
 		w.textBuf = b
 		rec.appliedText, rec.appliedTextLen = string(b), one
