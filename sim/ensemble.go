@@ -86,8 +86,11 @@ type Ensemble struct {
 	acks      []uint32
 	committed []*TxnRecord // every transaction ever committed, in order
 	owner     map[int64]int
-	links     [][]fifo[peerMsg] // links[from][to], 0-based
-	most      *member           // the member MostApplied names
+	// links[linkIndex(from, to)] is the link from member index from to
+	// member index to (0-based): one array, indexed as busy's bits are,
+	// rather than a slice of slices to look into twice for every message.
+	links [maxLinkEnds * maxLinkEnds]fifo[peerMsg]
+	most  *member // the member MostApplied names
 	// busy has bit linkBit(from, to) set while that link holds a
 	// message: Steps, which runs before every step of the world, visits
 	// only those links rather than every pair (looking at each pair was
@@ -304,9 +307,7 @@ func NewEnsembleWith(cfg ServerConfig, n int, ec EnsembleConfig) *Ensemble {
 	e := &Ensemble{cfg: cfg.withDefaults(), owner: make(map[int64]int), ensCfg: ec}
 	e.config = newParsedConfig(ec.Servers, e.initialConfigVersion(), n)
 	e.initialConfigText = e.config.text()
-	e.links = make([][]fifo[peerMsg], n)
 	for i := range n {
-		e.links[i] = make([]fifo[peerMsg], n)
 		e.members = append(e.members, &member{id: i + 1, srv: e.newMemberServer(), up: true})
 	}
 	e.most = e.members[0]
@@ -581,7 +582,7 @@ func (e *Ensemble) receive(nowMs int64, conn ConnID, req *Request) {
 		e.answer(nowMs, m, conn, req)
 		return
 	}
-	mc.queue.push(*req)
+	*mc.queue.pushSlot() = *req // one copy of the request, not two
 	e.drain(nowMs, m, conn)
 }
 
@@ -624,9 +625,13 @@ func (e *Ensemble) drain(nowMs int64, m *member, conn ConnID) {
 		if mc == nil || !m.srv.HasConn(conn) || mc.outstanding || mc.queue.len() == 0 {
 			return
 		}
-		req := mc.queue.pop()
-		if !e.forwards(&req) {
-			e.answer(nowMs, m, conn, &req)
+		// The request is handled where it lies in the queue, and dropped
+		// after: answering it pushes nothing on the queue, and a forward
+		// copies it before it goes on (a Request is some 360 bytes).
+		req := mc.queue.front()
+		if !e.forwards(req) {
+			e.answer(nowMs, m, conn, req)
+			mc.queue.drop()
 			if e.memberConn(m, conn) == nil {
 				return // closed: its session moved
 			}
@@ -634,7 +639,9 @@ func (e *Ensemble) drain(nowMs int64, m *member, conn ConnID) {
 		}
 		mc.outstanding = true
 		session := m.srv.conns[conn]
-		e.toLeader(nowMs, m, peerMsg{kind: msgForward, conn: conn, session: session, auth: m.srv.callerAuth(conn), req: e.forwardedRequest(&req)})
+		fwd := e.forwardedRequest(req)
+		mc.queue.drop()
+		e.toLeader(nowMs, m, peerMsg{kind: msgForward, conn: conn, session: session, auth: m.srv.callerAuth(conn), req: fwd})
 	}
 }
 
@@ -690,20 +697,25 @@ func (e *Ensemble) send(nowMs int64, to *member, msg peerMsg) {
 // maxLinkEnds bounds the members whose links busy can follow.
 const maxLinkEnds = 8
 
+// linkIndex is the index in links, and the bit of busy, of the link from
+// member index from to member index to (0-based): from-major, as Steps
+// lists links.
+func linkIndex(from, to int) int { return from*maxLinkEnds + to }
+
 // linkBit is the bit of busy for the link from member index from to
-// member index to (0-based): from-major, as Steps lists links.
-func linkBit(from, to int) uint64 { return 1 << (from*maxLinkEnds + to) }
+// member index to.
+func linkBit(from, to int) uint64 { return 1 << linkIndex(from, to) }
 
 // push queues msg on the link from member index from to member index to.
 func (e *Ensemble) push(from, to int, msg peerMsg) {
-	e.links[from][to].push(msg)
+	e.links[linkIndex(from, to)].push(msg)
 	e.busy |= linkBit(from, to)
 }
 
 // clearLink drops what is on the link from member index from to member
 // index to.
 func (e *Ensemble) clearLink(from, to int) {
-	e.links[from][to].clear()
+	e.links[linkIndex(from, to)].clear()
 	e.busy &^= linkBit(from, to)
 }
 
@@ -1061,7 +1073,7 @@ func (e *Ensemble) Step(nowMs int64, st EnsembleStep) *TxnRecord {
 		e.propose(nowMs, rec)
 		return rec
 	case StepPeer:
-		link := &e.links[st.Server-1][st.To-1]
+		link := &e.links[linkIndex(st.Server-1, st.To-1)]
 		msg := link.pop()
 		if link.len() == 0 {
 			e.busy &^= linkBit(st.Server-1, st.To-1)
@@ -1444,10 +1456,11 @@ func (e *Ensemble) CheckInvariants() error {
 	if most := e.mostApplied(); most != e.most {
 		return fmt.Errorf("sim: s%d has applied the most (%d), MostApplied says s%d (%d)", most.id, most.applied, e.most.id, e.most.applied)
 	}
-	for from := range e.links {
-		for to := range e.links[from] {
-			if busy := e.busy&linkBit(from, to) != 0; busy != (e.links[from][to].len() > 0) {
-				return fmt.Errorf("sim: the link s%d->s%d holds %d messages, marked busy %v", from+1, to+1, e.links[from][to].len(), busy)
+	for from := range maxLinkEnds {
+		for to := range maxLinkEnds {
+			link := &e.links[linkIndex(from, to)]
+			if busy := e.busy&linkBit(from, to) != 0; busy != (link.len() > 0) {
+				return fmt.Errorf("sim: the link s%d->s%d holds %d messages, marked busy %v", from+1, to+1, link.len(), busy)
 			}
 		}
 	}
