@@ -264,9 +264,21 @@ func (w *World) checkUnwoken() {
 // step built aside and copied in was most of enumerate's time (the copy
 // reads it back in wider words than it was written in, which the CPU
 // cannot forward from its store buffer).
+//
+// A list with room is lengthened in place (*e = (*e)[:n+1] writes only
+// the length back, where append writes the pointer and capacity too,
+// through a write barrier's check): the list is reused from step to
+// step, so it nearly always has room.
 func addStep(e *[]Step) *Step {
-	*e = append(*e, Step{})
-	return &(*e)[len(*e)-1]
+	n := len(*e)
+	if n == cap(*e) {
+		*e = append(*e, Step{})
+		return &(*e)[n]
+	}
+	*e = (*e)[:n+1]
+	st := &(*e)[n]
+	*st = Step{}
+	return st
 }
 
 // take performs one step other than running a task. It reads st before
