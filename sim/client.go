@@ -56,7 +56,14 @@ var pingRequest = Request{Xid: -2, Op: OpPing}
 
 // pending is a request between its call and its reply.
 type pending struct {
-	req     Request
+	req Request
+	// wide is set when req may hold a field besides the basic ones
+	// setBasic writes (Xid, Op, Path, Data, Mode, Version, Watch, ACL):
+	// setBasic then clears it whole first. Otherwise setBasic writes just
+	// those fields, the rest being zero already (a Request is some 360
+	// bytes, and writing it whole for every create, get, set and delete
+	// was a thirtieth of BenchmarkSimThroughput).
+	wide    bool
 	done    bool
 	resp    Response
 	err     error // set when the request failed before a reply: connection closed, no server, closing
@@ -432,10 +439,11 @@ func (c *Client) newPending() *pending {
 }
 
 // freePending gives back a finished call's record for reuse. It resets
-// only what the next call does not write whole before it is read: call
-// writes the request, the reply callback and the watch types, and a reply
-// is copied in whole before it is read (a call that fails before its
-// reply hands no record to read). Clearing all 680 bytes, pointers and
+// only what the next call does not write before it is read: call
+// writes the request (setBasic the fields wide says it must), the reply
+// callback and the watch types, and a reply is copied in whole before
+// it is read (a call that fails before its reply hands no record to
+// read). Clearing all 680 bytes, pointers and
 // all, showed in BenchmarkSimThroughput's profile; the price is that a
 // record kept for reuse holds on to its last request's and reply's data
 // until the next call.
@@ -444,6 +452,21 @@ func (c *Client) freePending(p *pending) {
 	if len(c.free) < 64 {
 		c.free = append(c.free, p)
 	}
+}
+
+// setBasic writes the call's request: one that sets no field but the
+// basic ones, as the calls that build their request from their
+// arguments do (create, delete, exists, getData, setData, getChildren);
+// sendCall writes the Xid. It is p.req = Request{Op: op, Path: path, ...}
+// without writing the fields that are zero already
+// (TestSetBasicIsWholeWrite holds it to that).
+func (p *pending) setBasic(op OpCode, path string, data []byte, mode, version int32, watch bool, acl []zk.ACL) {
+	if p.wide {
+		p.req = Request{}
+		p.wide = false
+	}
+	r := &p.req
+	r.Op, r.Path, r.Data, r.Mode, r.Version, r.Watch, r.ACL = op, path, data, mode, version, watch, acl
 }
 
 // ready makes a pending request the waiter of the task that sent it.
@@ -688,7 +711,7 @@ func (c *Client) sendSetWatchesFrom(reqs []Request) {
 	if len(reqs) == 0 || !c.authed {
 		return
 	}
-	p := &pending{req: reqs[0]}
+	p := &pending{req: reqs[0], wide: true}
 	p.req.Xid = c.nextXid()
 	p.onReply = func(err error) {
 		if err == nil {
@@ -723,7 +746,7 @@ func (c *Client) Close() {
 		}
 		return
 	}
-	p := &pending{req: Request{Xid: c.nextXid(), Op: OpCloseSession}}
+	p := &pending{req: Request{Xid: c.nextXid(), Op: OpCloseSession}, wide: true}
 	if c.resending {
 		c.unsent = append(c.unsent, p)
 	} else {

@@ -88,7 +88,7 @@ func (c *Client) resendAuth(k int, done func()) {
 		return
 	}
 	cred := c.creds[k]
-	p := &pending{req: Request{Xid: c.nextXid(), Op: OpAuth, AuthScheme: cred.scheme, AuthData: cred.auth}}
+	p := &pending{req: Request{Xid: c.nextXid(), Op: OpAuth, AuthScheme: cred.scheme, AuthData: cred.auth}, wide: true}
 	gen := c.generation
 	p.onReply = func(err error) {
 		if c.generation != gen {

@@ -102,6 +102,7 @@ func (c *Client) call(ctx context.Context, req *Request, onReply func(error), on
 		return nil, err
 	}
 	p.req = *req
+	p.wide = true
 	return c.sendCall(p, onReply, onOK, onNoNode)
 }
 
@@ -275,7 +276,7 @@ func (c *Client) create(ctx context.Context, op OpCode, path string, data []byte
 	if p == nil {
 		return "", err
 	}
-	p.req = Request{Op: op, Path: path, Data: data, Mode: flags, ACL: acl}
+	p.setBasic(op, path, data, flags, 0, false, acl)
 	if p, err = c.sendCall(p, nil, 0, 0); p == nil {
 		return "", err
 	}
@@ -297,7 +298,7 @@ func (c *Client) Delete(ctx context.Context, path string, version int32) error {
 	} else {
 		var p *pending
 		if p, err = c.startCall(ctx); p != nil {
-			p.req = Request{Op: OpDelete, Path: path, Version: version}
+			p.setBasic(OpDelete, path, nil, 0, version, false, nil)
 			p, err = c.sendCall(p, nil, 0, 0)
 			c.release(p)
 		}
@@ -331,7 +332,7 @@ func (c *Client) exists(ctx context.Context, path string, watch bool) (bool, *zk
 	}
 	p, err := c.startCall(ctx)
 	if p != nil {
-		p.req = Request{Op: OpExists, Path: path, Watch: watch}
+		p.setBasic(OpExists, path, nil, 0, 0, watch, nil)
 		p, err = c.sendCall(p, nil, onOK, onNoNode)
 	}
 	if err == zk.ErrConnectionClosed {
@@ -395,7 +396,7 @@ func (c *Client) get(ctx context.Context, path string, watch bool) ([]byte, *zk.
 	}
 	p, err := c.startCall(ctx)
 	if p != nil {
-		p.req = Request{Op: OpGetData, Path: path, Watch: watch}
+		p.setBasic(OpGetData, path, nil, 0, 0, watch, nil)
 		p, err = c.sendCall(p, nil, onOK, 0)
 	}
 	if err == zk.ErrConnectionClosed || (watch && err != nil) {
@@ -424,7 +425,7 @@ func (c *Client) Set(ctx context.Context, path string, data []byte, version int3
 	}
 	p, err := c.startCall(ctx)
 	if p != nil {
-		p.req = Request{Op: OpSetData, Path: path, Data: data, Version: version}
+		p.setBasic(OpSetData, path, data, 0, version, false, nil)
 		p, err = c.sendCall(p, nil, 0, 0)
 	}
 	if err == zk.ErrConnectionClosed {
@@ -463,7 +464,7 @@ func (c *Client) children(ctx context.Context, path string, watch bool) ([]strin
 	}
 	p, err := c.startCall(ctx)
 	if p != nil {
-		p.req = Request{Op: OpGetChildren, Path: path, Watch: watch}
+		p.setBasic(OpGetChildren, path, nil, 0, 0, watch, nil)
 		p, err = c.sendCall(p, nil, onOK, 0)
 	}
 	if err == zk.ErrConnectionClosed || (watch && err != nil) {
