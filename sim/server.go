@@ -851,7 +851,9 @@ func (s *Server) commit(t *txn) {
 	if t.zxid != s.lastZxid {
 		panic(fmt.Sprintf("sim: transaction %#x committed after %#x", t.zxid, s.lastZxid))
 	}
-	s.fire(t.events)
+	if len(t.events) > 0 {
+		s.fire(t.events)
+	}
 	if !s.nodesCheckedElsewhere {
 		for _, n := range t.touched {
 			s.checkNode(n.path, n.nameAt)
@@ -1130,7 +1132,9 @@ func (s *Server) applyInto(nowMs int64, sess *serverSession, req *Request, w wri
 		n.mzxid = t.zxid
 		n.mtime = s.wallMs(nowMs)
 		t.touched = append(t.touched, touchedNode{path: w.path})
-		t.events = append(t.events, pendingEvent{w.path, zk.EventNodeDataChanged, n.acl})
+		if s.watched() {
+			t.events = append(t.events, pendingEvent{w.path, zk.EventNodeDataChanged, n.acl})
+		}
 		out.Stat = n.stat()
 		return
 	case OpCheck:
@@ -1250,7 +1254,9 @@ func (s *Server) createNode(nowMs int64, sess *serverSession, req *Request, w wr
 		s.expiringNodes++
 	}
 	t.touched = append(t.touched, touchedNode{w.path, int(w.nameAt)}, touchedNode{path: parentPath})
-	t.events = append(t.events, pendingEvent{w.path, zk.EventNodeCreated, n.acl}, pendingEvent{parentPath, zk.EventNodeChildrenChanged, parent.acl})
+	if s.watched() {
+		t.events = append(t.events, pendingEvent{w.path, zk.EventNodeCreated, n.acl}, pendingEvent{parentPath, zk.EventNodeChildrenChanged, parent.acl})
+	}
 	out.Path, out.Stat = w.path, n.stat()
 }
 
@@ -1315,7 +1321,9 @@ func (s *Server) deleteKnownNode(t *txn, path string, n *znode, parentPath strin
 		s.expiringNodes--
 	}
 	t.touched = append(t.touched, touchedNode{path, nameStart(parentPath)}, touchedNode{path: parentPath})
-	t.events = append(t.events, pendingEvent{path, zk.EventNodeDeleted, n.acl}, pendingEvent{parentPath, zk.EventNodeChildrenChanged, parent.acl})
+	if s.watched() {
+		t.events = append(t.events, pendingEvent{path, zk.EventNodeDeleted, n.acl}, pendingEvent{parentPath, zk.EventNodeChildrenChanged, parent.acl})
+	}
 	s.putNode(n)
 }
 
@@ -1422,6 +1430,15 @@ func copyData(buf, src []byte) []byte {
 		return slices.Clone(src)
 	}
 	return append(buf[:0], src...)
+}
+
+// watched reports whether any connection watches anything. The writes
+// record the events they fire only then: without a watch, fire sends
+// nothing, and none is set while a transaction applies (reads set them).
+// Recording and walking events no one watches was a fiftieth of
+// BenchmarkSimThroughput, whose client sets no watch.
+func (s *Server) watched() bool {
+	return len(s.dataWatches.paths) != 0 || len(s.childWatches.paths) != 0
 }
 
 // fire sends the events in order to the connections watching: created and
