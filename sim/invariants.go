@@ -85,6 +85,9 @@ func (s *Server) CheckInvariants() error {
 	if err := s.lookups.check(s.nodes); err != nil {
 		return err
 	}
+	if err := s.acls.check(); err != nil {
+		return err
+	}
 	return s.checkSessionInvariants()
 }
 
