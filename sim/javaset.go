@@ -40,8 +40,12 @@ type javaSet struct {
 	// whether it is a member: has answers for it without hashing it. The
 	// invariants' check of a transaction asks about just the names it
 	// added or removed, each a lock node's name of some fifty bytes.
-	last   string
-	lastIn bool
+	// While lastIn, lastMember is what members holds for it: removing
+	// the name just added (a node created and deleted again) needs no
+	// lookup before the map's delete.
+	last       string
+	lastIn     bool
+	lastMember javaMember
 }
 
 // javaEntry is a member with its place: bucket, then insertion.
@@ -63,11 +67,11 @@ func newJavaSet(initialCapacity uint32) *javaSet {
 
 func (s *javaSet) len() int { return len(s.members) }
 
-// lastAgrees reports whether what has answers for the last name
+// lastAgrees reports whether what has and remove know of the last name
 // inserted or removed is what the set holds: CheckInvariants asserts it.
 func (s *javaSet) lastAgrees() bool {
-	_, ok := s.members[s.last]
-	return ok == s.lastIn
+	m, ok := s.members[s.last]
+	return ok == s.lastIn && (!ok || m == s.lastMember)
 }
 
 func (s *javaSet) has(name string) bool {
@@ -102,7 +106,7 @@ func (s *javaSet) addHashed(name string, hash uint32) bool {
 	s.inserted++
 	m := javaMember{seq: s.inserted, hash: hash}
 	s.members[name] = m
-	s.last, s.lastIn = name, true
+	s.last, s.lastIn, s.lastMember = name, true, m
 	// HashMap.putVal: if (++size > threshold) resize(); threshold = 0.75*capacity.
 	if uint64(len(s.members)) > uint64(s.capacity)*3/4 {
 		s.capacity *= 2
@@ -126,9 +130,12 @@ func (s *javaSet) addHashed(name string, hash uint32) bool {
 }
 
 func (s *javaSet) remove(name string) bool {
-	m, ok := s.members[name]
-	if !ok {
-		return false
+	m := s.lastMember
+	if !s.lastIn || name != s.last {
+		var ok bool
+		if m, ok = s.members[name]; !ok {
+			return false
+		}
 	}
 	delete(s.members, name)
 	s.last, s.lastIn = name, false
