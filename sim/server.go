@@ -743,7 +743,7 @@ func (s *Server) getData(conn ConnID, req *Request) {
 		addWatcher(s.dataWatches, req.Path, conn)
 	}
 	r := s.replySlot(conn)
-	r.Xid, r.Zxid, r.Stat, r.Data = req.Xid, s.lastZxid, n.stat(), slices.Clone(n.data)
+	r.Xid, r.Zxid, r.Stat, r.Data = req.Xid, s.lastZxid, n.stat(), cloneData(n.data)
 }
 
 func (s *Server) getChildren(conn ConnID, req *Request) {
@@ -1419,6 +1419,20 @@ func (s *Server) putNode(n *znode) {
 	}
 	*n = znode{data: data}
 	s.freeNodes = append(s.freeNodes, n)
+}
+
+// cloneData is slices.Clone(data) for a reply: a copy the client owns,
+// nil for nil and empty for empty. It makes the copy at its length rather
+// than appending to nothing, which sized the allocation through
+// growslice (a getData's copy of five bytes cost as much as the rest of
+// its reply).
+func cloneData(data []byte) []byte {
+	if data == nil {
+		return nil
+	}
+	c := make([]byte, len(data))
+	copy(c, data)
+	return c
 }
 
 // copyData is slices.Clone(src) written into buf when buf can hold it:
