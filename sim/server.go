@@ -904,10 +904,14 @@ func (s *Server) record(o *overlay, path string) *changeRecord {
 	} else {
 		r = new(changeRecord)
 	}
-	if n := s.lookup(path); n != nil {
-		*r = changeRecord{path: path, node: n, exists: true, version: n.version, cversion: n.cversion, numChildren: n.numChildren(), owner: n.ephemeralOwner, acl: n.acl}
+	// Field by field, every one of them (TestRecordWritesEveryField): a
+	// literal was built aside and copied in.
+	n := s.lookup(path)
+	r.path, r.node = path, n
+	if n != nil {
+		r.exists, r.version, r.cversion, r.numChildren, r.owner, r.acl = true, n.version, n.cversion, n.numChildren(), n.ephemeralOwner, n.acl
 	} else {
-		*r = changeRecord{path: path}
+		r.exists, r.version, r.cversion, r.numChildren, r.owner, r.acl = false, 0, 0, 0, 0, 0
 	}
 	*o = append(*o, r)
 	return r
