@@ -949,75 +949,82 @@ type write struct {
 
 // validate checks one write op against the overlay and records its effect
 // there. Its order of checks is PrepRequestProcessor.pRequest2Txn's, so
-// that when several errors apply the same one is reported.
-func (s *Server) validate(sess *serverSession, req *Request, o *overlay) (write, Code) {
+// that when several errors apply the same one is reported. It fills in
+// the write, which is zero, when the op is valid, and leaves it zero when
+// not: the write goes in where the caller keeps it rather than returned
+// up through validateCreate and validate by value.
+func (s *Server) validate(sess *serverSession, req *Request, o *overlay, w *write) Code {
 	switch req.Op {
 	case OpCreate, OpCreate2, OpCreateCont, OpCreateTTL:
-		return s.validateCreate(sess, req, o)
+		return s.validateCreate(sess, req, o, w)
 	case OpDelete:
 		// A delete's path is not validated beyond a slash and no NUL: a
 		// malformed one is simply not found (measured on 3.8.0: delete
 		// "/a/" and "/\U0001D11E" give NONODE, "x" gives BADARGUMENTS).
 		parentPath, ok := parentForWrite(req.Path)
 		if !ok || isSpecialPath(req.Path) {
-			return write{}, CodeBadArguments
+			return CodeBadArguments
 		}
 		parent := s.record(o, parentPath)
 		if !parent.exists {
-			return write{}, CodeNoNode
+			return CodeNoNode
 		}
 		// The parent's DELETE permission is checked before the node is
 		// looked up (measured on 3.8.0: deleting a missing child of a node
 		// without DELETE gives NOAUTH).
 		if !s.allowed(parent.acl, zk.PermDelete) {
-			return write{}, CodeNoAuth
+			return CodeNoAuth
 		}
 		n := s.record(o, req.Path)
 		if !n.exists {
-			return write{}, CodeNoNode
+			return CodeNoNode
 		}
 		if req.Version != -1 && req.Version != n.version {
-			return write{}, CodeBadVersion
+			return CodeBadVersion
 		}
 		if n.numChildren > 0 {
-			return write{}, CodeNotEmpty
+			return CodeNotEmpty
 		}
 		n.exists = false
 		parent.numChildren--
-		return write{path: req.Path, node: n.node, parent: parent.node, nameAt: int32(nameStart(parentPath))}, CodeOK
+		w.path, w.node, w.parent, w.nameAt = req.Path, n.node, parent.node, int32(nameStart(parentPath))
+		return CodeOK
 	case OpSetData, OpCheck:
 		if validateServerPath(req.Path, false) != nil {
-			return write{}, CodeBadArguments
+			return CodeBadArguments
 		}
 		n := s.record(o, req.Path)
 		if !n.exists {
-			return write{}, CodeNoNode
+			return CodeNoNode
 		}
 		perm := int32(zk.PermRead)
 		if req.Op == OpSetData {
 			perm = zk.PermWrite
 		}
 		if !s.allowed(n.acl, perm) {
-			return write{}, CodeNoAuth
+			return CodeNoAuth
 		}
 		if req.Version != -1 && req.Version != n.version {
-			return write{}, CodeBadVersion
+			return CodeBadVersion
 		}
 		if req.Op == OpSetData {
 			n.version++
 		}
-		return write{path: req.Path, node: n.node}, CodeOK
+		w.path, w.node = req.Path, n.node
+		return CodeOK
 	case OpSetACL:
-		return s.validateSetACL(req, o)
+		var code Code
+		*w, code = s.validateSetACL(req, o)
+		return code
 	}
 	panic(fmt.Sprintf("sim: %v is not a write", req.Op))
 }
 
-func (s *Server) validateCreate(sess *serverSession, req *Request, o *overlay) (write, Code) {
+func (s *Server) validateCreate(sess *serverSession, req *Request, o *overlay, w *write) Code {
 	mode := req.Mode
 	owner, code := s.createOwner(sess, req)
 	if code != CodeOK {
-		return write{}, code
+		return code
 	}
 	sequential := mode == zk.FlagSequence || mode == zk.FlagEphemeralSequential || mode == zk.FlagPersistentSequentialWithTTL
 	// validatePathForCreate only asks for a slash and no NUL; the full
@@ -1026,18 +1033,18 @@ func (s *Server) validateCreate(sess *serverSession, req *Request, o *overlay) (
 	// "/missing/." give NONODE, "/a/." gives BADARGUMENTS).
 	parentPath, ok := parentForWrite(req.Path)
 	if !ok {
-		return write{}, CodeBadArguments
+		return CodeBadArguments
 	}
 	acl, ok := s.fixupACL(req.ACL)
 	if !ok {
-		return write{}, CodeInvalidACL
+		return CodeInvalidACL
 	}
 	parent := s.record(o, parentPath)
 	if !parent.exists {
-		return write{}, CodeNoNode
+		return CodeNoNode
 	}
 	if !s.allowed(parent.acl, zk.PermCreate) {
-		return write{}, CodeNoAuth
+		return CodeNoAuth
 	}
 	path := req.Path
 	if sequential {
@@ -1047,14 +1054,14 @@ func (s *Server) validateCreate(sess *serverSession, req *Request, o *overlay) (
 		path = sequentialPath(path, parent.cversion)
 	}
 	if validateServerPath(path, false) != nil {
-		return write{}, CodeBadArguments
+		return CodeBadArguments
 	}
 	n := s.record(o, path)
 	if n.exists {
-		return write{}, CodeNodeExists
+		return CodeNodeExists
 	}
 	if ownerKind(parent.owner) == ownerSession {
-		return write{}, CodeNoChildrenForEphemeral
+		return CodeNoChildrenForEphemeral
 	}
 	id := s.acls.intern(acl)
 	*n = changeRecord{path: path, exists: true, owner: owner, acl: id}
@@ -1062,12 +1069,12 @@ func (s *Server) validateCreate(sess *serverSession, req *Request, o *overlay) (
 	parent.cversion++
 	// The name starts after the parent's path and its slash: the suffix
 	// made the path longer, not its parent.
-	w := write{path: path, owner: owner, acl: id, parent: parent.node, nameAt: int32(nameStart(parentPath))}
+	w.path, w.owner, w.acl, w.parent, w.nameAt = path, owner, id, parent.node, int32(nameStart(parentPath))
 	w.nameHash = javaSpreadHash(path[w.nameAt:])
 	if ownerKind(owner) == ownerSession {
 		w.pathHash = javaSpreadHash(path)
 	}
-	return w, CodeOK
+	return CodeOK
 }
 
 // split is a create's or a delete's parent's path and last name, as
@@ -1169,7 +1176,8 @@ func (s *Server) writeOne(nowMs int64, sess *serverSession, req Request, t *txn)
 func (s *Server) writeInto(nowMs int64, sess *serverSession, req *Request, t *txn, out *Response) write {
 	o := s.overlay[:0]
 	s.recordsUsed = 0
-	w, code := s.validate(sess, req, &o)
+	var w write
+	code := s.validate(sess, req, &o, &w)
 	// The overlay is kept for the next write, whose validation alone
 	// uses it; a deferred keep showed in BenchmarkSimThroughput's profile.
 	s.overlay = o[:0]
@@ -1205,7 +1213,8 @@ func (s *Server) multi(nowMs int64, sess *serverSession, req Request, t *txn) Re
 		if multiCreateUnreadable(ops[i]) {
 			return Response{Err: CodeMarshallingError}
 		}
-		w, code := s.validate(sess, &ops[i], &o)
+		var w write
+		code := s.validate(sess, &ops[i], &o, &w)
 		if code != CodeOK {
 			for j := range results {
 				switch {
