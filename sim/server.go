@@ -106,17 +106,24 @@ func (n *znode) numChildren() int {
 // 2*creates - present children (every create but those still present has
 // had its delete). Containers and TTL nodes show no ephemeral owner.
 func (n *znode) stat() zk.Stat {
+	var st zk.Stat
+	n.statInto(&st)
+	return st
+}
+
+// statInto writes the node's Stat into st, all eleven fields, one by
+// one: a reply's Stat is written where the reply lies rather than built
+// aside and copied there, for every write and read.
+func (n *znode) statInto(st *zk.Stat) {
 	numChildren := int32(n.numChildren())
 	owner := n.ephemeralOwner
 	if ownerKind(owner) != ownerSession {
 		owner = 0
 	}
-	return zk.Stat{
-		Czxid: n.czxid, Mzxid: n.mzxid, Ctime: n.ctime, Mtime: n.mtime,
-		Version: n.version, Cversion: n.cversion*2 - numChildren, Aversion: n.aversion,
-		EphemeralOwner: owner, DataLength: int32(len(n.data)),
-		NumChildren: numChildren, Pzxid: n.pzxid,
-	}
+	st.Czxid, st.Mzxid, st.Ctime, st.Mtime = n.czxid, n.mzxid, n.ctime, n.mtime
+	st.Version, st.Cversion, st.Aversion = n.version, n.cversion*2-numChildren, n.aversion
+	st.EphemeralOwner, st.DataLength = owner, int32(len(n.data))
+	st.NumChildren, st.Pzxid = numChildren, n.pzxid
 }
 
 type serverSession struct {
@@ -726,7 +733,8 @@ func (s *Server) exists(conn ConnID, req *Request) {
 		return
 	}
 	r := s.replySlot(conn)
-	r.Xid, r.Zxid, r.Stat = req.Xid, s.lastZxid, n.stat()
+	r.Xid, r.Zxid = req.Xid, s.lastZxid
+	n.statInto(&r.Stat)
 }
 
 func (s *Server) getData(conn ConnID, req *Request) {
@@ -743,7 +751,8 @@ func (s *Server) getData(conn ConnID, req *Request) {
 		addWatcher(s.dataWatches, req.Path, conn)
 	}
 	r := s.replySlot(conn)
-	r.Xid, r.Zxid, r.Stat, r.Data = req.Xid, s.lastZxid, n.stat(), cloneData(n.data)
+	r.Xid, r.Zxid, r.Data = req.Xid, s.lastZxid, cloneData(n.data)
+	n.statInto(&r.Stat)
 }
 
 func (s *Server) getChildren(conn ConnID, req *Request) {
@@ -1149,7 +1158,7 @@ func (s *Server) applyInto(nowMs int64, sess *serverSession, req *Request, w *wr
 		if s.watched() {
 			t.events = append(t.events, pendingEvent{w.path, zk.EventNodeDataChanged, n.acl})
 		}
-		out.Stat = n.stat()
+		n.statInto(&out.Stat)
 		return
 	case OpCheck:
 		s.assertPermitted(w.path, s.nodes[w.path], zk.PermRead)
@@ -1275,7 +1284,8 @@ func (s *Server) createNode(nowMs int64, sess *serverSession, req *Request, w *w
 	if s.watched() {
 		t.events = append(t.events, pendingEvent{w.path, zk.EventNodeCreated, n.acl}, pendingEvent{parentPath, zk.EventNodeChildrenChanged, parent.acl})
 	}
-	out.Path, out.Stat = w.path, n.stat()
+	out.Path = w.path
+	n.statInto(&out.Stat)
 }
 
 type ownerKindType int
