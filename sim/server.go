@@ -161,8 +161,8 @@ type Server struct {
 	closingQueue  []int64 // expired sessions whose closeSession has not been applied yet
 	outputs       []Output
 	txn           txn             // the transaction being applied
-	overlay       overlay         // reused by every write: the ChangeRecords of one transaction
-	records       [8]changeRecord // the overlay's records, reused by every write
+	overlay       overlay         // reused by every multi: the ChangeRecords of one transaction
+	records       [8]changeRecord // the records validation makes, reused by every write
 	recordsUsed   int
 	acls          *aclTable
 	expiringNodes int    // containers and TTL nodes, which the ContainerManager sweeps
@@ -900,10 +900,19 @@ type overlay []*changeRecord
 // record returns the overlay's record of path, making it from the tree on
 // first sight. Records come from a fixed array the server reuses (it never
 // moves, so the pointers stay good), and from the heap past its size.
+//
+// A nil overlay is a single write's: its validation asks for each path
+// once (a node and its parent, or one node), so a record is made from the
+// tree every time and kept nowhere, without the search and the append a
+// multi's overlay needs (TestSingleWriteNeedsNoOverlay holds the two
+// alike). The one op that names a path twice, a create of "/" (parent
+// and node), finds the node existing either way.
 func (s *Server) record(o *overlay, path string) *changeRecord {
-	for _, r := range *o {
-		if r.path == path {
-			return r
+	if o != nil {
+		for _, r := range *o {
+			if r.path == path {
+				return r
+			}
 		}
 	}
 	var r *changeRecord
@@ -922,7 +931,9 @@ func (s *Server) record(o *overlay, path string) *changeRecord {
 	} else {
 		r.exists, r.version, r.cversion, r.numChildren, r.owner, r.acl = false, 0, 0, 0, 0, 0
 	}
-	*o = append(*o, r)
+	if o != nil {
+		*o = append(*o, r)
+	}
 	return r
 }
 
@@ -1183,13 +1194,9 @@ func (s *Server) writeOne(nowMs int64, sess *serverSession, req Request, t *txn)
 // writeInto is writeOne with the request by pointer, writing its reply
 // into out, which is zero; it keeps no pointer to either.
 func (s *Server) writeInto(nowMs int64, sess *serverSession, req *Request, t *txn, out *Response) write {
-	o := s.overlay[:0]
 	s.recordsUsed = 0
 	var w write
-	code := s.validate(sess, req, &o, &w)
-	// The overlay is kept for the next write, whose validation alone
-	// uses it; a deferred keep showed in BenchmarkSimThroughput's profile.
-	s.overlay = o[:0]
+	code := s.validate(sess, req, nil, &w) // one op: no overlay (record)
 	if s.prep {
 		s.prepWrite = checkedWrite{ok: code == CodeOK, w: w, valid: true}
 	}
