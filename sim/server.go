@@ -672,7 +672,8 @@ func (s *Server) receive(nowMs int64, conn ConnID, req *Request) {
 		t := s.begin()
 		k := len(s.outputs)
 		r := s.replySlot(conn)
-		s.writeInto(nowMs, sess, req, t, r)
+		var w write
+		s.writeInto(nowMs, sess, req, t, r, &w)
 		r.Xid, r.Zxid = req.Xid, t.zxid
 		s.commit(t)
 		s.replyLast(k)
@@ -1187,25 +1188,25 @@ func (s *Server) applyInto(nowMs int64, sess *serverSession, req *Request, w *wr
 // of its own.
 func (s *Server) writeOne(nowMs int64, sess *serverSession, req Request, t *txn) (Response, write) {
 	var resp Response
-	w := s.writeInto(nowMs, sess, &req, t, &resp)
+	var w write
+	s.writeInto(nowMs, sess, &req, t, &resp, &w)
 	return resp, w
 }
 
 // writeInto is writeOne with the request by pointer, writing its reply
-// into out, which is zero; it keeps no pointer to either.
-func (s *Server) writeInto(nowMs int64, sess *serverSession, req *Request, t *txn, out *Response) write {
+// into out and the write it applied into w, both zero (w stays so for a
+// failed write), rather than returning them; it keeps no pointer to any.
+func (s *Server) writeInto(nowMs int64, sess *serverSession, req *Request, t *txn, out *Response, w *write) {
 	s.recordsUsed = 0
-	var w write
-	code := s.validate(sess, req, nil, &w) // one op: no overlay (record)
+	code := s.validate(sess, req, nil, w) // one op: no overlay (record)
 	if s.prep {
-		s.prepWrite = checkedWrite{ok: code == CodeOK, w: w, valid: true}
+		s.prepWrite = checkedWrite{ok: code == CodeOK, w: *w, valid: true}
 	}
 	if code != CodeOK {
 		out.Err = code
-		return write{}
+		return
 	}
-	s.applyInto(nowMs, sess, req, &w, t, out)
-	return w
+	s.applyInto(nowMs, sess, req, w, t, out)
 }
 
 // multi applies the ops of a multi atomically in one transaction: either
