@@ -781,11 +781,11 @@ func (s *Server) whoAmI(conn ConnID, req Request) {
 func (s *Server) getACL(conn ConnID, req Request) {
 	n := s.readNode(req.Path) // "" is the root, as for the other reads
 	if n == nil {
-		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoNode})
+		s.replyCode(conn, req.Xid, s.lastZxid, CodeNoNode)
 		return
 	}
 	if !s.allowed(n.acl, zk.PermRead|zk.PermAdmin) {
-		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoAuth})
+		s.replyCode(conn, req.Xid, s.lastZxid, CodeNoAuth)
 		return
 	}
 	acl := slices.Clone(s.acls.lists[n.acl])

@@ -638,7 +638,7 @@ func (s *Server) receive(nowMs int64, conn ConnID, req *Request) {
 	if sess == nil || sess.closing {
 		// The session has expired and its closeSession is pending:
 		// SessionTrackerImpl.checkSession throws SessionExpired.
-		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeSessionExpired})
+		s.replyCode(conn, req.Xid, s.lastZxid, CodeSessionExpired)
 		return
 	}
 	s.touch(nowMs, sess)
@@ -648,7 +648,7 @@ func (s *Server) receive(nowMs int64, conn ConnID, req *Request) {
 	}
 	switch req.Op {
 	case OpPing:
-		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid})
+		s.replyCode(conn, req.Xid, s.lastZxid, CodeOK)
 	case OpCloseSession:
 		s.closeSession(nowMs, sess.id, req)
 	case OpExists:
@@ -695,10 +695,24 @@ func (s *Server) reply(conn ConnID, r Response) {
 // replySlot queues a zero reply for conn and returns it, to be filled in
 // place; it is good until the next output.
 func (s *Server) replySlot(conn ConnID) *Response {
+	return &s.outputSlot(conn, OutReply).Reply
+}
+
+// outputSlot queues a zero output of kind for conn and returns it, to be
+// filled in place; it is good until the next output. An Output is some
+// 400 bytes: built aside and handed down by value (reply, send), it was
+// copied twice more on its way into the queue.
+func (s *Server) outputSlot(conn ConnID, kind OutputKind) *Output {
 	s.outputs = append(s.outputs, Output{})
 	o := &s.outputs[len(s.outputs)-1]
-	o.Conn, o.Kind = conn, OutReply
-	return &o.Reply
+	o.Conn, o.Kind = conn, kind
+	return o
+}
+
+// replyCode queues a reply of just a header: xid, zxid and code.
+func (s *Server) replyCode(conn ConnID, xid int32, zxid int64, code Code) {
+	r := s.replySlot(conn)
+	r.Xid, r.Zxid, r.Err = xid, zxid, code
 }
 
 // replyLast moves the reply at outputs[k] after the outputs sent since
@@ -720,7 +734,7 @@ func (s *Server) exists(conn ConnID, req *Request) {
 		// FinalRequestProcessor refuses a NUL in an exists path before it
 		// looks (and sets no watch); the other reads just find nothing
 		// (measured on 3.8.0).
-		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeBadArguments})
+		s.replyCode(conn, req.Xid, s.lastZxid, CodeBadArguments)
 		return
 	}
 	n := s.readNode(req.Path)
@@ -730,7 +744,7 @@ func (s *Server) exists(conn ConnID, req *Request) {
 		addWatcher(s.dataWatches, req.Path, conn)
 	}
 	if n == nil {
-		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoNode})
+		s.replyCode(conn, req.Xid, s.lastZxid, CodeNoNode)
 		return
 	}
 	r := s.replySlot(conn)
@@ -741,11 +755,11 @@ func (s *Server) exists(conn ConnID, req *Request) {
 func (s *Server) getData(conn ConnID, req *Request) {
 	n := s.readNode(req.Path)
 	if n == nil {
-		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoNode})
+		s.replyCode(conn, req.Xid, s.lastZxid, CodeNoNode)
 		return
 	}
 	if !s.allowed(n.acl, zk.PermRead) {
-		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoAuth})
+		s.replyCode(conn, req.Xid, s.lastZxid, CodeNoAuth)
 		return
 	}
 	if req.Watch {
@@ -759,11 +773,11 @@ func (s *Server) getData(conn ConnID, req *Request) {
 func (s *Server) getChildren(conn ConnID, req *Request) {
 	n := s.readNode(req.Path)
 	if n == nil {
-		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoNode})
+		s.replyCode(conn, req.Xid, s.lastZxid, CodeNoNode)
 		return
 	}
 	if !s.allowed(n.acl, zk.PermRead) {
-		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeNoAuth})
+		s.replyCode(conn, req.Xid, s.lastZxid, CodeNoAuth)
 		return
 	}
 	if req.Watch {
@@ -773,7 +787,9 @@ func (s *Server) getChildren(conn ConnID, req *Request) {
 	if n.children != nil {
 		children = n.children.ordered()
 	}
-	s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Stat: n.stat(), Children: children})
+	r := s.replySlot(conn)
+	r.Xid, r.Zxid, r.Children = req.Xid, s.lastZxid, children
+	n.statInto(&r.Stat)
 }
 
 // setWatches re-registers a reconnected client's watches, firing at once
@@ -811,11 +827,12 @@ func (s *Server) setWatches(conn ConnID, req Request) {
 			addWatcher(s.childWatches, path, conn)
 		}
 	}
-	s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid})
+	s.replyCode(conn, req.Xid, s.lastZxid, CodeOK)
 }
 
 func (s *Server) event(conn ConnID, typ zk.EventType, path string) {
-	s.send(Output{Conn: conn, Kind: OutEvent, Event: zk.Event{Type: typ, State: zk.StateSyncConnected, Path: path}})
+	e := &s.outputSlot(conn, OutEvent).Event
+	e.Type, e.State, e.Path = typ, zk.StateSyncConnected, path
 }
 
 // --- writes ---

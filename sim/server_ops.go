@@ -119,12 +119,12 @@ func (s *Server) addWatch(conn ConnID, req Request) {
 	case AddWatchPersistentRecursive:
 		mode = watchPersistentRecursive
 	default:
-		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeMarshallingError})
+		s.replyCode(conn, req.Xid, s.lastZxid, CodeMarshallingError)
 		return
 	}
 	s.dataWatches.add(req.Path, conn, mode)
 	s.childWatches.add(req.Path, conn, mode)
-	s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid})
+	s.replyCode(conn, req.Xid, s.lastZxid, CodeOK)
 }
 
 // checkOrRemoveWatches answers checkWatches and removeWatches
@@ -142,7 +142,7 @@ func (s *Server) checkOrRemoveWatches(conn ConnID, req Request) {
 	case WatcherAny:
 		tables = []*watchTable{s.childWatches, s.dataWatches}
 	default:
-		s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeMarshallingError})
+		s.replyCode(conn, req.Xid, s.lastZxid, CodeMarshallingError)
 		return
 	}
 	found := false
@@ -150,7 +150,7 @@ func (s *Server) checkOrRemoveWatches(conn ConnID, req Request) {
 		if req.Op == OpCheckWatches {
 			in, failed := t.contains(req.Path, conn)
 			if failed {
-				s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeMarshallingError})
+				s.replyCode(conn, req.Xid, s.lastZxid, CodeMarshallingError)
 				return
 			}
 			found = found || in
@@ -242,7 +242,7 @@ func withWatch(req Request, watch bool) Request {
 func (s *Server) multiRead(conn ConnID, req Request) {
 	for _, op := range req.Ops {
 		if op.Op != OpGetData && op.Op != OpGetChildrenNoStat {
-			s.reply(conn, Response{Xid: req.Xid, Zxid: s.lastZxid, Err: CodeMarshallingError})
+			s.replyCode(conn, req.Xid, s.lastZxid, CodeMarshallingError)
 			return
 		}
 	}
