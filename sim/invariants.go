@@ -62,22 +62,27 @@ func (s *Server) CheckInvariants() error {
 	// The nodes are checked in map order, which is fast; only when one
 	// breaks an invariant are they checked again in path order, so that
 	// the error reported is the same on every run.
+	//
+	// That every listed child exists is checked by counting, unless every
+	// step is checked (when each child's hash is checked too): every node
+	// but the root is listed by its parent, each under its own name, so
+	// the children listed are as many as those nodes exactly when each of
+	// them is one (walking every node's children and looking each up was
+	// most of the check at every run's end).
+	walkChildren := s.checkEvery
+	listed, expiring := 0, 0
 	for path, n := range s.nodes {
-		if err := s.checkNodeInvariants(path, n); err != nil {
-			for _, path := range slices.Sorted(maps.Keys(s.nodes)) {
-				if err := s.checkNodeInvariants(path, s.nodes[path]); err != nil {
-					return err
-				}
-			}
-			return err
+		if err := s.checkNodeInvariants(path, n, walkChildren); err != nil {
+			return s.firstNodeError(err)
 		}
-	}
-	expiring := 0
-	for _, n := range s.nodes {
+		listed += n.numChildren()
 		switch ownerKind(n.ephemeralOwner) {
 		case ownerContainer, ownerTTL:
 			expiring++
 		}
+	}
+	if listed != len(s.nodes)-1 {
+		return s.firstNodeError(fmt.Errorf("sim: invariant: %d children listed, %d nodes besides the root", listed, len(s.nodes)-1))
 	}
 	if expiring != s.expiringNodes {
 		return fmt.Errorf("sim: invariant: %d containers and TTL nodes, counted %d", expiring, s.expiringNodes)
@@ -91,8 +96,20 @@ func (s *Server) CheckInvariants() error {
 	return s.checkSessionInvariants()
 }
 
-// checkNodeInvariants checks one node of CheckInvariants.
-func (s *Server) checkNodeInvariants(path string, n *znode) error {
+// firstNodeError is the error of the first node, in path order, that
+// breaks an invariant, every one of them checked; err if none does.
+func (s *Server) firstNodeError(err error) error {
+	for _, path := range slices.Sorted(maps.Keys(s.nodes)) {
+		if err := s.checkNodeInvariants(path, s.nodes[path], true); err != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// checkNodeInvariants checks one node of CheckInvariants; its children's
+// existence only if walkChildren.
+func (s *Server) checkNodeInvariants(path string, n *znode, walkChildren bool) error {
 	if path != "/" {
 		parentPath, name := parentOf(path)
 		parent := s.nodes[parentPath]
@@ -107,20 +124,22 @@ func (s *Server) checkNodeInvariants(path string, n *znode) error {
 		if !n.children.lastAgrees() {
 			return fmt.Errorf("sim: invariant: %s's children set answers wrongly for %s, the last name it took or lost", path, n.children.last)
 		}
-		for name, m := range n.children.members {
-			// The child's path is built aside and looked up without a
-			// copy: a path allocated for every node at every run's end
-			// was a hundredth of an exploration.
-			s.checkPathBuf = AppendPath(s.checkPathBuf[:0], path, name)
-			if s.nodes[string(s.checkPathBuf)] == nil {
-				return fmt.Errorf("sim: invariant: %s lists missing child %s", path, name)
-			}
-			// A create brings its name's hash from its validation
-			// (javaSet.addHashed): the order of the children rests on it.
-			// Checked by the servers that check every step, as hashing
-			// every name at every run's end showed in explorations.
-			if s.checkEvery && m.hash != javaSpreadHash(name) {
-				return fmt.Errorf("sim: invariant: %s holds child %s with hash %#x, not %#x", path, name, m.hash, javaSpreadHash(name))
+		if walkChildren {
+			for name, m := range n.children.members {
+				// The child's path is built aside and looked up without a
+				// copy: a path allocated for every node at every run's end
+				// was a hundredth of an exploration.
+				s.checkPathBuf = AppendPath(s.checkPathBuf[:0], path, name)
+				if s.nodes[string(s.checkPathBuf)] == nil {
+					return fmt.Errorf("sim: invariant: %s lists missing child %s", path, name)
+				}
+				// A create brings its name's hash from its validation
+				// (javaSet.addHashed): the order of the children rests on it.
+				// Checked by the servers that check every step, as hashing
+				// every name at every run's end showed in explorations.
+				if s.checkEvery && m.hash != javaSpreadHash(name) {
+					return fmt.Errorf("sim: invariant: %s holds child %s with hash %#x, not %#x", path, name, m.hash, javaSpreadHash(name))
+				}
 			}
 		}
 	}

@@ -19,3 +19,18 @@ func TestInvariantsCheckWorldPermissions(t *testing.T) {
 		t.Fatalf("CheckInvariants = %v, want the world permissions refused", err)
 	}
 }
+
+// CheckInvariants finds a listed child that does not exist by counting
+// the children listed, unless it checks every step, when it walks them:
+// both ways report the same error, the first node's in path order.
+func TestInvariantsFindMissingChild(t *testing.T) {
+	for _, every := range []bool{false, true} {
+		s := NewServer(ServerConfig{})
+		s.checkEvery = every
+		s.nodes["/zookeeper"].children.add("ghost")
+		err := s.CheckInvariants()
+		if err == nil || err.Error() != "sim: invariant: /zookeeper lists missing child ghost" {
+			t.Errorf("checkEvery %v: CheckInvariants = %v, want /zookeeper's missing child", every, err)
+		}
+	}
+}
