@@ -1283,10 +1283,11 @@ func (s *Server) createNode(nowMs int64, sess *serverSession, req *Request, w *w
 	s.assertPermitted(parentPath, parent, zk.PermCreate)
 	wall := s.wallMs(nowMs)
 	n, buf := s.takeNode()
-	*n = znode{
-		data: copyData(buf, req.Data), czxid: t.zxid, mzxid: t.zxid, pzxid: t.zxid,
-		ctime: wall, mtime: wall, ephemeralOwner: w.owner, acl: w.acl,
-	}
+	// Field by field, every one of them (TestCreateWritesEveryField): a
+	// literal was built aside and copied in.
+	n.data, n.children = copyData(buf, req.Data), nil
+	n.czxid, n.mzxid, n.pzxid, n.ctime, n.mtime = t.zxid, t.zxid, t.zxid, wall, wall
+	n.ephemeralOwner, n.version, n.cversion, n.aversion, n.acl = w.owner, 0, 0, 0, w.acl
 	s.nodes[w.path] = n
 	s.lookups.update(w.path, n)
 	s.noteTreeChange(w.path, true)
