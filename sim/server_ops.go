@@ -379,9 +379,11 @@ func (s *Server) createOwner(sess *serverSession, req *Request) (int64, Code) {
 // connection closes unanswered. The simulator closes the connection
 // unanswered and applies nothing; it does not stop the server.
 func crashesServer(req *Request) bool {
+	if req.Op != OpCreateTTL { // every request is asked: the op first
+		return false
+	}
 	isTTL := req.Mode == zk.FlagTTL || req.Mode == zk.FlagPersistentSequentialWithTTL
-	return req.Op == OpCreateTTL && !isTTL && req.TTLMs < 0 &&
-		req.Mode >= zk.FlagPersistent && req.Mode <= zk.FlagPersistentSequentialWithTTL
+	return !isTTL && req.TTLMs < 0 && req.Mode >= zk.FlagPersistent && req.Mode <= zk.FlagPersistentSequentialWithTTL
 }
 
 // readNode is the node a read finds at path. DataTree's node map holds the
