@@ -34,3 +34,16 @@ func TestInvariantsFindMissingChild(t *testing.T) {
 		}
 	}
 }
+
+// addHashed does not look a name up before it inserts it: the insertion
+// of a name the set holds, which no create makes, panics.
+func TestAddHashedRefusesAMember(t *testing.T) {
+	s := newJavaSet(8)
+	s.add("a")
+	defer func() {
+		if recover() == nil {
+			t.Fatal("adding a member again did not panic")
+		}
+	}()
+	s.addHashed("a", javaSpreadHash("a"))
+}

@@ -88,35 +88,43 @@ func (s *javaSet) add(name string) bool {
 	if _, ok := s.members[name]; ok {
 		return false
 	}
-	return s.addHashed(name, javaSpreadHash(name))
+	s.addHashed(name, javaSpreadHash(name))
+	return true
 }
 
 // addHashed is add for a name not in the set whose javaSpreadHash the
 // caller has: a create's validation hashes its node's name once, and the
 // ensemble's members apply the create with that hash (a long name's hash
 // was a fortieth of an exploration on three servers, hashed by each).
-func (s *javaSet) addHashed(name string, hash uint32) bool {
-	if _, ok := s.members[name]; ok {
-		return false
+//
+// It does not look the name up first: a create adds a node's name to its
+// parent's children and its path to its owner's ephemerals only when the
+// node does not exist, so neither set has it (checkNode asserts both after
+// every transaction), and the map's size says whether the insertion was
+// new; one that was not panics, a simulator bug.
+func (s *javaSet) addHashed(name string, hash uint32) {
+	size := len(s.members)
+	m := javaMember{seq: s.inserted + 1, hash: hash}
+	s.members[name] = m
+	if len(s.members) == size {
+		panic("sim: invariant: " + name + " added to a set that holds it already")
 	}
 	capacityBefore := s.capacity
 	if s.capacity == 0 {
 		s.capacity = s.initial
 	}
 	s.inserted++
-	m := javaMember{seq: s.inserted, hash: hash}
-	s.members[name] = m
 	s.last, s.lastIn, s.lastMember = name, true, m
 	// HashMap.putVal: if (++size > threshold) resize(); threshold = 0.75*capacity.
 	if uint64(len(s.members)) > uint64(s.capacity)*3/4 {
 		s.capacity *= 2
 	}
 	if !s.orderValid {
-		return true
+		return
 	}
 	if s.capacity != capacityBefore {
 		s.orderValid = false
-		return true
+		return
 	}
 	// The newest insertion comes last in its bucket: after every entry of
 	// a bucket not after its own.
@@ -126,7 +134,6 @@ func (s *javaSet) addHashed(name string, hash uint32) bool {
 	})
 	s.entries = slices.Insert(s.entries, i, e)
 	s.order = slices.Insert(s.order, i, name)
-	return true
 }
 
 func (s *javaSet) remove(name string) bool {
