@@ -304,7 +304,9 @@ func (w *World) take(st *Step) {
 		w.emit(Event{Kind: "server", Session: id, Detail: "closeSession applied: session expired", Zxid: w.server.LastZxid()})
 		w.drainServer()
 	}
-	w.pruneConns()
+	if w.connsClosed { // pruneConns' common case, inline: nothing to prune
+		w.pruneConns()
+	}
 }
 
 func (w *World) deliverToServer(conn *netConn) {
