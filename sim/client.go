@@ -498,7 +498,7 @@ func (c *Client) transmit(p *pending) {
 		return
 	}
 	c.inflight = append(c.inflight, p)
-	c.w.sendRequest(c.conn, &p.req)
+	c.w.sendRequest(c.conn, &p.req, !p.wide)
 	if c.w.trace.wants(kindSend) {
 		c.w.emit(Event{Kind: "send", Client: c.id, Session: c.sessionID, Op: p.req.Op.String(), Xid: p.req.Xid, Path: p.req.Path})
 	}

@@ -19,7 +19,15 @@ const (
 // connection given up) while its request is still on the old connection,
 // which delivers it later all the same.
 type wireMsg struct {
-	kind    wireKind
+	kind wireKind
+	// basic is set when every field but kind and the request's basic
+	// ones (those pending.setBasic writes: Xid, Op, Path, Data, Mode,
+	// Version, Watch, ACL) is zero, connect included. A request whose
+	// own other fields are zero is then written into the slot by its
+	// basic fields alone (sendRequest): copying the whole message, some
+	// 400 bytes, for every call was a fortieth of BenchmarkSimThroughput.
+	// A message pushed whole leaves it false, which is always safe.
+	basic   bool
 	connect ConnectRequest
 	req     Request
 }
@@ -84,11 +92,52 @@ func (w *World) sendToServer(conn *netConn, m wireMsg) {
 }
 
 // sendRequest puts a copy of req on the connection: the message is written
-// once, in the queue's own slot.
-func (w *World) sendRequest(conn *netConn, req *Request) {
+// once, in the queue's own slot. basic says that req's fields but the
+// basic ones are zero (its call's record is not wide): into a slot whose
+// message was such a request too, only the basic fields are written, the
+// others being zero already (TestSendRequestIsWholeWrite).
+func (w *World) sendRequest(conn *netConn, req *Request, basic bool) {
 	m := conn.toServer.pushSlot()
-	m.kind, m.connect = wireRequest, ConnectRequest{}
+	if basic && m.basic {
+		m.kind = wireRequest
+		r := &m.req
+		r.Xid, r.Op, r.Path, r.Data, r.Mode, r.Version, r.Watch, r.ACL = req.Xid, req.Op, req.Path, req.Data, req.Mode, req.Version, req.Watch, req.ACL
+		return
+	}
+	m.kind, m.basic, m.connect = wireRequest, basic, ConnectRequest{}
 	m.req = *req
+}
+
+// isBasic reports whether every field of r but the basic ones is zero;
+// TestIsBasicSeesEveryField holds it to the fields Request has.
+func (r *Request) isBasic() bool {
+	return r.TTLMs == 0 && r.Ops == nil && r.RelativeZxid == 0 &&
+		r.DataWatches == nil && r.ExistWatches == nil && r.ChildWatches == nil &&
+		!r.Malformed && r.AuthScheme == "" && r.AuthData == nil &&
+		r.PersistentWatches == nil && r.PersistentRecursiveWatches == nil &&
+		r.AddWatchMode == 0 && r.WatcherType == 0 &&
+		r.JoiningServers == "" && r.LeavingServers == "" && r.NewMembers == "" &&
+		r.CurConfigID == 0 && !r.NewMembersNull
+}
+
+// checkWireSlots asserts what sendRequest relies on: a message marked
+// basic has its connect and its request's other fields zero. It looks at
+// every slot of one connection's to-server queue, the released ones
+// beyond its length included, as a push may reuse them; each call takes
+// the next connection in turn (checking them all every 64 steps cost
+// more than the marks save in BenchmarkExplore5x10).
+func (w *World) checkWireSlots() {
+	if len(w.conns) == 0 {
+		return
+	}
+	conn := w.conns[(w.step/64)%uint64(len(w.conns))]
+	slots := conn.toServer.items[:cap(conn.toServer.items)]
+	for i := range slots {
+		m := &slots[i] // not a copy: a message is some 400 bytes
+		if m.basic && (m.connect.SessionID != 0 || m.connect.Passwd != nil || m.connect.TimeoutMs != 0 || m.connect.LastZxidSeen != 0 || !m.req.isBasic()) {
+			panic(fmt.Sprintf("sim: invariant: conn%d's to-server slot %d is marked basic but holds %+v", conn.id, i, *m))
+		}
+	}
 }
 
 // closeClientEnd closes the client's end of a connection: it reads
@@ -244,15 +293,17 @@ func (w *World) enumerate() []Step {
 
 // checkUnwoken asserts that no blocked task that nothing has woken is
 // ready: enumerate does not ask them (task.await), and checks the claim
-// every 64 steps. It checks the ensemble's marks of what it could do
-// next (Ensemble.checkStepMasks) then too, as enumerate lists its steps
-// from them.
+// every 64 steps. It checks the marks of the to-server queues' slots
+// (checkWireSlots) then too, and the ensemble's marks of what it could
+// do next (Ensemble.checkStepMasks), as enumerate lists its steps from
+// them.
 func (w *World) checkUnwoken() {
 	for _, t := range w.tasks {
 		if !t.wake && !t.done && t.ready != nil && t.ready.ready() {
 			panic(fmt.Sprintf("sim: invariant: task %q is ready at step %d, but nothing woke it", t.name, w.step))
 		}
 	}
+	w.checkWireSlots()
 	if w.ens != nil {
 		if err := w.ens.checkStepMasks(); err != nil {
 			panic(fmt.Sprintf("%v, at step %d", err, w.step))

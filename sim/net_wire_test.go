@@ -1,0 +1,115 @@
+package sim
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/go-zookeeper/zk"
+	"pgregory.net/rapid"
+)
+
+// TestSendRequestIsWholeWrite holds sendRequest, which writes only a basic
+// request's basic fields into a slot that held one, to a whole write: over
+// any mix of basic and wide requests, pings, connects, fins, deliveries
+// and clears, each message the queue holds is the one pushing it whole
+// would have queued. It checks the marks checkWireSlots asserts as it goes.
+func TestSendRequestIsWholeWrite(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		w := &World{}
+		conn := &netConn{id: 1}
+		w.conns = []*netConn{conn}
+		var want []wireMsg
+		str := rapid.StringMatching(`/[a-c]{0,3}`)
+		for i := range rapid.IntRange(1, 60).Draw(t, "steps") {
+			switch rapid.IntRange(0, 9).Draw(t, "what") {
+			case 0, 1, 2, 3:
+				var data []byte
+				if rapid.Bool().Draw(t, "hasData") {
+					data = []byte(str.Draw(t, "data"))
+				}
+				var acl []zk.ACL
+				if rapid.Bool().Draw(t, "hasACL") {
+					acl = zk.WorldACL(zk.PermAll)
+				}
+				req := Request{
+					Xid: rapid.Int32().Draw(t, "xid"), Op: OpCode(rapid.SampledFrom([]OpCode{OpCreate, OpDelete, OpExists, OpGetData, OpSetData, OpGetChildren}).Draw(t, "basicOp")),
+					Path: str.Draw(t, "path"), Data: data, Mode: rapid.Int32().Draw(t, "mode"), Version: rapid.Int32().Draw(t, "version"),
+					Watch: rapid.Bool().Draw(t, "watch"), ACL: acl,
+				}
+				w.sendRequest(conn, &req, true)
+				want = append(want, wireMsg{kind: wireRequest, req: req})
+			case 4:
+				req := Request{
+					Xid: rapid.Int32().Draw(t, "xid"), Op: OpCode(rapid.IntRange(-11, 107).Draw(t, "op")), Path: str.Draw(t, "path"),
+					TTLMs: rapid.Int64().Draw(t, "ttl"), Malformed: rapid.Bool().Draw(t, "malformed"),
+					AuthScheme: str.Draw(t, "scheme"), DataWatches: rapid.SliceOf(str).Draw(t, "watches"),
+					Ops: []Request{{Op: OpCheck}}, RelativeZxid: rapid.Int64().Draw(t, "zxid"),
+					AddWatchMode: AddWatchMode(rapid.Int32().Draw(t, "addMode")), NewMembersNull: rapid.Bool().Draw(t, "null"),
+				}
+				w.sendRequest(conn, &req, false)
+				want = append(want, wireMsg{kind: wireRequest, req: req})
+			case 5:
+				m := wireMsg{kind: wireConnect, connect: ConnectRequest{SessionID: rapid.Int64().Draw(t, "session"), Passwd: []byte("pw"), TimeoutMs: 10, LastZxidSeen: 3}}
+				w.sendToServer(conn, m)
+				want = append(want, m)
+			case 6:
+				m := wireMsg{kind: wireRequest, req: pingRequest}
+				w.sendToServer(conn, m)
+				want = append(want, m)
+			case 7, 8:
+				if len(want) > 0 {
+					conn.toServer.drop()
+					want = want[1:]
+				}
+			case 9:
+				if rapid.Bool().Draw(t, "clear") {
+					conn.toServer.clear()
+					want = nil
+				} else {
+					conn.toServer.push(wireMsg{kind: wireFin})
+					want = append(want, wireMsg{kind: wireFin})
+				}
+			}
+			w.checkWireSlots()
+			q := &conn.toServer
+			if q.len() != len(want) {
+				t.Fatalf("step %d: %d queued, want %d", i, q.len(), len(want))
+			}
+			for j := range want {
+				got := q.items[q.head+j]
+				got.basic = false
+				if !reflect.DeepEqual(got, want[j]) {
+					t.Fatalf("step %d: message %d is %+v, want %+v", i, j, got, want[j])
+				}
+			}
+		}
+	})
+}
+
+// TestIsBasicSeesEveryField sets each field of a Request but the basic
+// ones in turn and checks that isBasic sees it: it fails when Request
+// gains a field isBasic does not look at.
+func TestIsBasicSeesEveryField(t *testing.T) {
+	basic := map[string]bool{"Xid": true, "Op": true, "Path": true, "Data": true, "Mode": true, "Version": true, "Watch": true, "ACL": true}
+	typ := reflect.TypeFor[Request]()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		var r Request
+		v := reflect.ValueOf(&r).Elem().Field(i)
+		switch v.Kind() {
+		case reflect.Bool:
+			v.SetBool(true)
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			v.SetInt(1)
+		case reflect.String:
+			v.SetString("x")
+		case reflect.Slice:
+			v.Set(reflect.MakeSlice(f.Type, 0, 0)) // empty but not nil: not zero
+		default:
+			t.Fatalf("field %s of kind %v: teach this test to set it", f.Name, v.Kind())
+		}
+		if got := r.isBasic(); got != basic[f.Name] {
+			t.Errorf("with %s set, isBasic = %v, want %v", f.Name, got, basic[f.Name])
+		}
+	}
+}
