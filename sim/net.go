@@ -367,7 +367,18 @@ func (w *World) deliverToServer(conn *netConn) {
 	// reset (its queues cleared) only after the message is dropped.
 	m := conn.toServer.front()
 	c := conn.client
-	if !w.serverHasConn(conn.id) {
+	// A standalone server's connection is looked up once: whether it is
+	// open, and its session, which receiveOn takes (nothing in between
+	// touches the server's connections but, conceivably, the trace's sink,
+	// the caller's code: see below).
+	var sessID int64
+	var open bool
+	if w.ens == nil {
+		sessID, open = w.server.conns[conn.id]
+	} else {
+		open = w.ens.HasConn(conn.id)
+	}
+	if !open {
 		if m.kind != wireFin {
 			e := Event{Kind: "lost", Client: c.number(), Detail: fmt.Sprintf("conn%d closed by the server", conn.id)}
 			if m.kind == wireRequest {
@@ -398,13 +409,23 @@ func (w *World) deliverToServer(conn *netConn) {
 			if w.ens != nil {
 				e.Detail = memberName(w.ens.ServerOf(conn.id))
 			}
+			n := 0
+			if w.ens == nil {
+				n = len(w.server.conns)
+			}
 			w.emit(e)
+			if w.ens == nil && len(w.server.conns) != n {
+				// The sink opened or closed a connection of the server:
+				// receive looks this one up again, as it did before.
+				w.server.receive(w.nowMs(), conn.id, &m.req)
+				break
+			}
 		}
 		if w.ens != nil {
 			w.ens.receive(w.nowMs(), conn.id, &m.req)
 			break
 		}
-		w.server.receive(w.nowMs(), conn.id, &m.req)
+		w.server.receiveOn(w.nowMs(), conn.id, sessID, &m.req)
 	case wireFin:
 		w.disconnectServer(conn.id)
 		w.emit(Event{Kind: "server", Client: c.number(), Detail: fmt.Sprintf("conn%d closed by the client", conn.id)})
