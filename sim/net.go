@@ -187,9 +187,13 @@ func (w *World) pruneConns() {
 
 // drainServer routes what the server sent onto its connections; output
 // for a connection the client has closed is lost.
-func (w *World) drainServer() {
+func (w *World) drainServer() { w.drainServerFor(nil) }
+
+// drainServerFor is drainServer after a message on conn (nil: none),
+// the connection its outputs are most likely for: a request's reply.
+func (w *World) drainServerFor(conn *netConn) {
 	outputs, from := w.serverOutputs()
-	if from != nil && w.moveOutputs(from, outputs) {
+	if from != nil && w.moveOutputs(from, outputs, conn) {
 		return
 	}
 	for i := range outputs {
@@ -209,8 +213,11 @@ func (w *World) drainServer() {
 // server's storage, and the server the queue's (BenchmarkSimThroughput
 // spent 2% of its time copying replies into the queue). On an ensemble,
 // the member that answered is the one server with outputs. It reports
-// whether it did.
-func (w *World) moveOutputs(from *Server, outputs []Output) bool {
+// whether it did. hint, if not nil, is the connection they are likely
+// for, taken without a search when it is theirs: a connection is taken
+// out of w.conns only once its client has closed it, which moveOutputs
+// looks at, so it acts on hint as on the search's answer.
+func (w *World) moveOutputs(from *Server, outputs []Output, hint *netConn) bool {
 	if len(outputs) == 0 {
 		return true
 	}
@@ -220,7 +227,10 @@ func (w *World) moveOutputs(from *Server, outputs []Output) bool {
 			return false
 		}
 	}
-	conn := w.connByID(id)
+	conn := hint
+	if conn == nil || conn.id != id {
+		conn = w.connByID(id)
+	}
 	if conn == nil || conn.clientClosed || conn.toClient.len() > 0 {
 		return false
 	}
@@ -431,7 +441,7 @@ func (w *World) deliverToServer(conn *netConn) {
 		w.emit(Event{Kind: "server", Client: c.number(), Detail: fmt.Sprintf("conn%d closed by the client", conn.id)})
 	}
 	conn.toServer.drop()
-	w.drainServer()
+	w.drainServerFor(conn)
 }
 
 func (w *World) deliverToClient(conn *netConn) {
