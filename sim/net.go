@@ -303,10 +303,10 @@ func (w *World) enumerate() []Step {
 
 // checkUnwoken asserts that no blocked task that nothing has woken is
 // ready: enumerate does not ask them (task.await), and checks the claim
-// every 64 steps. It checks the marks of the to-server queues' slots
-// (checkWireSlots) then too, and the ensemble's marks of what it could
-// do next (Ensemble.checkStepMasks), as enumerate lists its steps from
-// them.
+// every 64 steps. It checks then too the marks of the to-server queues'
+// slots (checkWireSlots), the step limit (World.stepLimit), and the
+// ensemble's marks of what it could do next (Ensemble.checkStepMasks),
+// as enumerate lists its steps from them.
 func (w *World) checkUnwoken() {
 	for _, t := range w.tasks {
 		if !t.wake && !t.done && t.ready != nil && t.ready.ready() {
@@ -314,6 +314,9 @@ func (w *World) checkUnwoken() {
 		}
 	}
 	w.checkWireSlots()
+	if w.stepLimit != w.stepLimitNow() {
+		panic(fmt.Sprintf("sim: invariant: step limit %d at %v, want %d", w.stepLimit, w.Now(), w.stepLimitNow()))
+	}
 	if w.ens != nil {
 		if err := w.ens.checkStepMasks(); err != nil {
 			panic(fmt.Sprintf("%v, at step %d", err, w.step))

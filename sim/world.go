@@ -74,6 +74,11 @@ type World struct {
 	nowNs     int64
 	horizonNs int64 // RunFor's end: time does not jump past it
 	step      uint64
+	// stepLimit is the step count at which a run fails with ErrLimit:
+	// cfg.MaxSteps, 0 once virtual time is past cfg.MaxTime. The
+	// scheduler tests the two limits at every step with this one
+	// comparison; setNow keeps it, and checkUnwoken asserts it.
+	stepLimit uint64
 	timers    timerHeap
 	timerSeq  uint64
 
@@ -125,6 +130,7 @@ func New(cfg Config) *World {
 		rng:      rand.New(rand.NewPCG(cfg.Seed, 0x7a6b6c6162)),
 		serverUp: true,
 	}
+	w.stepLimit = w.stepLimitNow()
 	if cfg.Servers > 1 {
 		w.newEnsemble()
 	} else {
@@ -163,6 +169,20 @@ func (w *World) StepCount() uint64 { return w.step }
 func (w *World) Rand() *rand.Rand { return w.rng }
 
 func (w *World) nowMs() int64 { return w.nowNs / int64(time.Millisecond) }
+
+// setNow moves virtual time to ns, and the step limit with it.
+func (w *World) setNow(ns int64) {
+	w.nowNs = ns
+	w.stepLimit = w.stepLimitNow()
+}
+
+// stepLimitNow is what stepLimit should be.
+func (w *World) stepLimitNow() uint64 {
+	if w.nowNs > int64(w.cfg.MaxTime) {
+		return 0
+	}
+	return w.cfg.MaxSteps
+}
 
 // SessionExpiry is when the server (on an ensemble, the leader) expires a
 // session of timeout last heard from at t, as its tracker reckons it:
@@ -364,7 +384,7 @@ func (w *World) RunFor(d time.Duration) error {
 	defer func() { w.horizonNs = 0 }()
 	err := w.runUntil(true, until)
 	if errors.Is(err, ErrDeadlock) {
-		w.nowNs = until
+		w.setNow(until)
 		return nil
 	}
 	return err
@@ -412,7 +432,6 @@ func (w *World) runUntil(timed bool, untilNs int64) error {
 
 func (w *World) liveTasks() int { return len(w.tasks) }
 
-
 // schedule is the scheduler loop. It runs on the goroutine of self, the
 // task that just blocked (nil for a task that finished), and returns when
 // the strategy picks self to run again. Picking another task hands it the
@@ -434,7 +453,7 @@ func (w *World) schedule(self *task) {
 			w.handoff(self, w.main)
 			return
 		}
-		if w.step >= w.cfg.MaxSteps || w.nowNs > int64(w.cfg.MaxTime) {
+		if w.step >= w.stepLimit { // past MaxSteps or MaxTime
 			w.fail(fmt.Errorf("%w: step %d, virtual time %v; blocked: %s", ErrLimit, w.step, w.Now(), w.blockedTasks()))
 			continue
 		}
@@ -579,7 +598,7 @@ func (w *World) advanceTime() bool {
 		return false
 	}
 	if next > w.nowNs {
-		w.nowNs = next
+		w.setNow(next)
 	}
 	if w.serverUp {
 		if w.ens != nil {
