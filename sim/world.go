@@ -430,8 +430,6 @@ func (w *World) runUntil(timed bool, untilNs int64) error {
 	return w.stopErr
 }
 
-func (w *World) liveTasks() int { return len(w.tasks) }
-
 // schedule is the scheduler loop. It runs on the goroutine of self, the
 // task that just blocked (nil for a task that finished), and returns when
 // the strategy picks self to run again. Picking another task hands it the
