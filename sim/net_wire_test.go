@@ -4,7 +4,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/go-zookeeper/zk"
 	"pgregory.net/rapid"
 )
 
@@ -19,33 +18,14 @@ func TestSendRequestIsWholeWrite(t *testing.T) {
 		conn := &netConn{id: 1}
 		w.conns = []*netConn{conn}
 		var want []wireMsg
-		str := rapid.StringMatching(`/[a-c]{0,3}`)
 		for i := range rapid.IntRange(1, 60).Draw(t, "steps") {
 			switch rapid.IntRange(0, 9).Draw(t, "what") {
 			case 0, 1, 2, 3:
-				var data []byte
-				if rapid.Bool().Draw(t, "hasData") {
-					data = []byte(str.Draw(t, "data"))
-				}
-				var acl []zk.ACL
-				if rapid.Bool().Draw(t, "hasACL") {
-					acl = zk.WorldACL(zk.PermAll)
-				}
-				req := Request{
-					Xid: rapid.Int32().Draw(t, "xid"), Op: OpCode(rapid.SampledFrom([]OpCode{OpCreate, OpDelete, OpExists, OpGetData, OpSetData, OpGetChildren}).Draw(t, "basicOp")),
-					Path: str.Draw(t, "path"), Data: data, Mode: rapid.Int32().Draw(t, "mode"), Version: rapid.Int32().Draw(t, "version"),
-					Watch: rapid.Bool().Draw(t, "watch"), ACL: acl,
-				}
+				req := drawBasicRequest(t)
 				w.sendRequest(conn, &req, true)
 				want = append(want, wireMsg{kind: wireRequest, req: req})
 			case 4:
-				req := Request{
-					Xid: rapid.Int32().Draw(t, "xid"), Op: OpCode(rapid.IntRange(-11, 107).Draw(t, "op")), Path: str.Draw(t, "path"),
-					TTLMs: rapid.Int64().Draw(t, "ttl"), Malformed: rapid.Bool().Draw(t, "malformed"),
-					AuthScheme: str.Draw(t, "scheme"), DataWatches: rapid.SliceOf(str).Draw(t, "watches"),
-					Ops: []Request{{Op: OpCheck}}, RelativeZxid: rapid.Int64().Draw(t, "zxid"),
-					AddWatchMode: AddWatchMode(rapid.Int32().Draw(t, "addMode")), NewMembersNull: rapid.Bool().Draw(t, "null"),
-				}
+				req := drawWideRequest(t)
 				w.sendRequest(conn, &req, false)
 				want = append(want, wireMsg{kind: wireRequest, req: req})
 			case 5:
