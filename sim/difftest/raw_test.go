@@ -100,6 +100,21 @@ func (c *rawConn) readFrame() ([]byte, error) {
 	return b, err
 }
 
+// awaitClose waits until the server closes the connection, which it
+// was asked to, or rawReadTimeout passes; a frame that comes first is an
+// error.
+func (c *rawConn) awaitClose() error {
+	frame, err := c.readFrame()
+	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || isReset(err) {
+		c.closed = true
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("waiting for the server to close the connection: %v", err)
+	}
+	return fmt.Errorf("waiting for the server to close the connection: a frame of %d bytes came instead", len(frame))
+}
+
 // do sends req (its Xid is set here) and returns every message up to and
 // including its reply. If the server closes the connection instead, the
 // messages before the close are returned with closed set.

@@ -256,6 +256,16 @@ func (s *realSide) do(c int, req sim.Request) ([]zk.Event, sim.Response, bool, e
 			continue
 		}
 		if m.reply.Xid == s.conns[c].xid {
+			if m.reply.Err == sim.CodeUnimplemented && m.reply.Zxid == -1 && err == nil {
+				// An unknown opcode: UnimplementedRequestProcessor replies
+				// with the unset zxid, -1, then asks for
+				// the connection's close (sendCloseSession): a request
+				// sent at once may be read, and answered, before the
+				// close, which the simulated server makes with its
+				// reply. Wait for the close, so that what follows does
+				// not depend on that race.
+				err = s.conns[c].awaitClose()
+			}
 			return events, m.reply, true, err
 		}
 	}
