@@ -856,9 +856,10 @@ type txn struct {
 }
 
 // touchedNode is a node a transaction changed, with where its last name
-// starts in its path when the change had it at hand (0 when not): the
-// invariants' check need not look for the last slash of a lock node's
-// long name again.
+// starts in its path for a node created or deleted (0 for a node changed
+// in place): the invariants' check need not look for the last slash of a
+// lock node's long name again, and checks the parent of a node created
+// or deleted with it (checkNode).
 type touchedNode struct {
 	path   string
 	nameAt int
@@ -1315,7 +1316,7 @@ func (s *Server) createNode(nowMs int64, sess *serverSession, req *Request, w *w
 	case ownerContainer, ownerTTL:
 		s.expiringNodes++
 	}
-	t.touched = append(t.touched, touchedNode{w.path, int(w.nameAt)}, touchedNode{path: parentPath})
+	t.touched = append(t.touched, touchedNode{w.path, int(w.nameAt)})
 	if s.watched() {
 		t.events = append(t.events, pendingEvent{w.path, zk.EventNodeCreated, n.acl}, pendingEvent{parentPath, zk.EventNodeChildrenChanged, parent.acl})
 	}
@@ -1383,7 +1384,7 @@ func (s *Server) deleteKnownNode(t *txn, path string, n *znode, parentPath strin
 	case ownerContainer, ownerTTL:
 		s.expiringNodes--
 	}
-	t.touched = append(t.touched, touchedNode{path, nameStart(parentPath)}, touchedNode{path: parentPath})
+	t.touched = append(t.touched, touchedNode{path, nameStart(parentPath)})
 	if s.watched() {
 		t.events = append(t.events, pendingEvent{path, zk.EventNodeDeleted, n.acl}, pendingEvent{parentPath, zk.EventNodeChildrenChanged, parent.acl})
 	}
