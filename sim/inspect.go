@@ -96,13 +96,7 @@ func (s *Server) EachChild(path string, fn func(name string)) bool {
 		return false
 	}
 	if n.children != nil {
-		if !n.children.orderValid {
-			n.children.order = n.children.computeOrder()
-			n.children.orderValid = true
-		}
-		for _, name := range n.children.order {
-			fn(name)
-		}
+		n.children.each(fn)
 	}
 	return true
 }

@@ -143,7 +143,10 @@ func (s *Server) checkNodeInvariants(path string, n *znode, walkChildren bool) e
 			return fmt.Errorf("sim: invariant: %s's children set answers wrongly for %s, the last name it took or lost", path, n.children.last)
 		}
 		if walkChildren {
-			for name, m := range n.children.members {
+			if err := n.children.checkTable(); err != nil {
+				return fmt.Errorf("%w (the children of %s)", err, path)
+			}
+			for name, hash := range n.children.all() {
 				// The child's path is built aside and looked up without a
 				// copy: a path allocated for every node at every run's end
 				// was a hundredth of an exploration.
@@ -155,8 +158,8 @@ func (s *Server) checkNodeInvariants(path string, n *znode, walkChildren bool) e
 				// (javaSet.addHashed): the order of the children rests on it.
 				// Checked by the servers that check every step, as hashing
 				// every name at every run's end showed in explorations.
-				if s.checkEvery && m.hash != javaSpreadHash(name) {
-					return fmt.Errorf("sim: invariant: %s holds child %s with hash %#x, not %#x", path, name, m.hash, javaSpreadHash(name))
+				if s.checkEvery && hash != javaSpreadHash(name) {
+					return fmt.Errorf("sim: invariant: %s holds child %s with hash %#x, not %#x", path, name, hash, javaSpreadHash(name))
 				}
 			}
 		}
@@ -192,12 +195,17 @@ func (s *Server) checkSessionInvariants() error {
 		if !sess.ephemerals.lastAgrees() {
 			return fmt.Errorf("sim: invariant: session %#x's ephemerals answer wrongly for %s, the last path they took or lost", id, sess.ephemerals.last)
 		}
-		for path, m := range sess.ephemerals.members {
+		if s.checkEvery {
+			if err := sess.ephemerals.checkTable(); err != nil {
+				return fmt.Errorf("%w (the ephemerals of session %#x)", err, id)
+			}
+		}
+		for path, hash := range sess.ephemerals.all() {
 			if n := s.nodes[path]; n == nil || n.ephemeralOwner != id {
 				return fmt.Errorf("sim: invariant: session %#x lists ephemeral %s it does not own", id, path)
 			}
-			if s.checkEvery && m.hash != javaSpreadHash(path) {
-				return fmt.Errorf("sim: invariant: session %#x holds ephemeral %s with hash %#x, not %#x", id, path, m.hash, javaSpreadHash(path))
+			if s.checkEvery && hash != javaSpreadHash(path) {
+				return fmt.Errorf("sim: invariant: session %#x holds ephemeral %s with hash %#x, not %#x", id, path, hash, javaSpreadHash(path))
 			}
 		}
 	}

@@ -2,12 +2,14 @@ package sim
 
 import (
 	"cmp"
+	"fmt"
+	"iter"
 	"slices"
 	"unicode/utf8"
 )
 
-// javaSet is a set of strings that remembers enough to list its members in
-// the order a java.util.HashSet<String> iterates them.
+// javaSet is a set of strings that lists its members in the order a
+// java.util.HashSet<String> iterates them.
 //
 // ZooKeeper keeps a znode's children in a HashSet<String> (DataNode.children,
 // created as new HashSet<>(8)) and a session's ephemerals in another
@@ -17,78 +19,98 @@ import (
 // order. A recipe that forgets to sort the children therefore sees the same
 // order here as on a real server.
 //
-// The emulation follows java.util.HashMap of Java 8 and later: hash is
-// h ^ (h >>> 16) of String.hashCode, the bucket is hash & (capacity-1), the
-// table doubles when size exceeds 3/4 of capacity and never shrinks, and a
-// bucket keeps insertion order (a resize splits a bucket without reordering
-// it). It does not emulate tree bins, which Java builds only when one bucket
-// of a table of 64 or more holds eight names.
+// It is java.util.HashMap's table of Java 8 and later itself: hash is
+// h ^ (h >>> 16) of String.hashCode, the bucket is hash & (capacity-1), a
+// bucket is a chain its insertions go to the end of, the table doubles
+// when size exceeds 3/4 of capacity and never shrinks, and a resize
+// splits each bucket in two without reordering it. The order is the
+// buckets' in turn, each chain's from its head. It does not emulate tree
+// bins, which Java builds only when one bucket of a table of 64 or more
+// holds eight names.
+//
+// Keeping the table, rather than a Go map beside an order sorted by
+// bucket and insertion, makes an insertion and a removal a walk of one
+// short chain, with the name's hash the create brought (addHashed): the
+// map's assignment and deletion, and the sorted order's binary searches
+// and moves, were a twentieth of an exploration. Listing the order is a
+// walk of the table, with nothing to sort.
 type javaSet struct {
-	members  map[string]javaMember
-	capacity uint32 // the Java table length; 0 until the first insertion
-	initial  uint32 // the capacity the Java constructor was given
-	inserted uint32 // insertions so far
-
-	// While orderValid, order is the iteration order and entries the same
-	// members with their places, sorted alike; insertions and removals
-	// keep them up to date, a resize (which moves every bucket) drops them.
-	order      []string
-	entries    []javaEntry
-	orderValid bool
+	// heads is the table: for each bucket, where its chain's first entry
+	// is in entries, plus one (0 for an empty bucket). Its length is the
+	// capacity, 0 until the first insertion.
+	heads   []int32
+	entries []javaEntry
+	free    int32  // the first free slot of entries plus one, 0 for none
+	size    int    // members
+	initial uint32 // the capacity the Java constructor was given
+	// inserted counts the insertions so far, to number each member: the
+	// numbers are the insertion order within each bucket, which a
+	// snapshot keeps (bySeq).
+	inserted uint32
 
 	// last is the name the last insertion or removal named, and lastIn
 	// whether it is a member: has answers for it without hashing it. The
 	// invariants' check of a transaction asks about just the names it
 	// added or removed, each a lock node's name of some fifty bytes.
-	// While lastIn, lastMember is what members holds for it: removing
-	// the name just added (a node created and deleted again) needs no
-	// lookup before the map's delete.
-	last       string
-	lastIn     bool
-	lastMember javaMember
+	// While lastIn, lastHash is its hash: removing the name just added
+	// (a node created and deleted again) needs no hashing.
+	last     string
+	lastIn   bool
+	lastHash uint32
 }
 
-// javaEntry is a member with its place: bucket, then insertion.
+// javaEntry is a member in its bucket's chain, or a free slot (seq 0).
 type javaEntry struct {
-	name   string
-	bucket uint32
-	seq    uint32
-}
-
-// javaMember is what a javaSet remembers of a name.
-type javaMember struct {
-	seq  uint32 // insertion number, for order within a bucket
+	name string
 	hash uint32 // javaSpreadHash of the name, computed once
+	seq  uint32 // insertion number, from 1; 0 for a free slot
+	next int32  // the chain's next entry plus one, 0 at its end; a free slot's next free slot
 }
 
 func newJavaSet(initialCapacity uint32) *javaSet {
-	return &javaSet{members: make(map[string]javaMember), initial: initialCapacity}
+	return &javaSet{initial: initialCapacity}
 }
 
-func (s *javaSet) len() int { return len(s.members) }
+func (s *javaSet) len() int { return s.size }
 
-// lastAgrees reports whether what has and remove know of the last name
-// inserted or removed is what the set holds: CheckInvariants asserts it.
+// capacity is the Java table's length, 0 until the first insertion.
+func (s *javaSet) capacity() uint32 { return uint32(len(s.heads)) }
+
+// find returns where name, whose javaSpreadHash is hash, is in entries,
+// or -1.
+func (s *javaSet) find(name string, hash uint32) int32 {
+	if len(s.heads) == 0 {
+		return -1
+	}
+	for i := s.heads[hash&uint32(len(s.heads)-1)]; i != 0; i = s.entries[i-1].next {
+		if e := &s.entries[i-1]; e.hash == hash && e.name == name {
+			return i - 1
+		}
+	}
+	return -1
+}
+
+// lastAgrees reports whether what has knows of the last name inserted or
+// removed is what the table holds: CheckInvariants asserts it.
 func (s *javaSet) lastAgrees() bool {
-	m, ok := s.members[s.last]
-	return ok == s.lastIn && (!ok || m == s.lastMember)
+	return (s.find(s.last, javaSpreadHash(s.last)) >= 0) == s.lastIn
 }
 
 func (s *javaSet) has(name string) bool {
 	if name == s.last {
 		return s.lastIn
 	}
-	_, ok := s.members[name]
-	return ok
+	return s.find(name, javaSpreadHash(name)) >= 0
 }
 
 // add inserts name; it reports false if name was already present, which
 // leaves its place in the order unchanged, as in Java.
 func (s *javaSet) add(name string) bool {
-	if _, ok := s.members[name]; ok {
+	hash := javaSpreadHash(name)
+	if s.find(name, hash) >= 0 {
 		return false
 	}
-	s.addHashed(name, javaSpreadHash(name))
+	s.addHashed(name, hash)
 	return true
 }
 
@@ -100,103 +122,190 @@ func (s *javaSet) add(name string) bool {
 // It does not look the name up first: a create adds a node's name to its
 // parent's children and its path to its owner's ephemerals only when the
 // node does not exist, so neither set has it (checkNode asserts both after
-// every transaction), and the map's size says whether the insertion was
-// new; one that was not panics, a simulator bug.
+// every transaction). The walk to its bucket's end passes every name of
+// the bucket, and finding it there panics, a simulator bug.
 func (s *javaSet) addHashed(name string, hash uint32) {
-	size := len(s.members)
-	m := javaMember{seq: s.inserted + 1, hash: hash}
-	s.members[name] = m
-	if len(s.members) == size {
-		panic("sim: invariant: " + name + " added to a set that holds it already")
-	}
-	capacityBefore := s.capacity
-	if s.capacity == 0 {
-		s.capacity = s.initial
+	if len(s.heads) == 0 {
+		s.heads = make([]int32, s.initial)
 	}
 	s.inserted++
-	s.last, s.lastIn, s.lastMember = name, true, m
+	slot := s.newSlot(javaEntry{name: name, hash: hash, seq: s.inserted})
+	s.link(hash, slot)
+	s.size++
+	s.last, s.lastIn, s.lastHash = name, true, hash
 	// HashMap.putVal: if (++size > threshold) resize(); threshold = 0.75*capacity.
-	if uint64(len(s.members)) > uint64(s.capacity)*3/4 {
-		s.capacity *= 2
+	if uint64(s.size) > uint64(len(s.heads))*3/4 {
+		s.resize()
 	}
-	if !s.orderValid {
-		return
-	}
-	if s.capacity != capacityBefore {
-		s.orderValid = false
-		return
-	}
-	// The newest insertion comes last in its bucket: after every entry of
-	// a bucket not after its own.
-	e := javaEntry{name, m.hash & (s.capacity - 1), m.seq}
-	i, _ := slices.BinarySearchFunc(s.entries, uint64(e.bucket)+1, func(o javaEntry, bucket uint64) int {
-		return cmp.Compare(uint64(o.bucket), bucket)
-	})
-	s.entries = slices.Insert(s.entries, i, e)
-	s.order = slices.Insert(s.order, i, name)
 }
 
-func (s *javaSet) remove(name string) bool {
-	m := s.lastMember
-	if !s.lastIn || name != s.last {
-		var ok bool
-		if m, ok = s.members[name]; !ok {
-			return false
+// newSlot puts e in a free slot of entries, or a new one, and returns
+// the slot's number plus one.
+func (s *javaSet) newSlot(e javaEntry) int32 {
+	if s.free == 0 {
+		s.entries = append(s.entries, e)
+		return int32(len(s.entries))
+	}
+	slot := s.free
+	s.free = s.entries[slot-1].next
+	s.entries[slot-1] = e
+	return slot
+}
+
+// link puts the entry at slot (plus one) at the end of its bucket's
+// chain; it panics if the chain holds its name already.
+func (s *javaSet) link(hash uint32, slot int32) {
+	e := &s.entries[slot-1]
+	at := &s.heads[hash&uint32(len(s.heads)-1)]
+	for *at != 0 {
+		o := &s.entries[*at-1]
+		if o.hash == hash && o.name == e.name {
+			panic("sim: invariant: " + e.name + " added to a set that holds it already")
+		}
+		at = &o.next
+	}
+	*at = slot
+}
+
+// resize doubles the table as HashMap.resize does: each bucket's chain
+// splits into the one that stays at its index and the one that moves
+// capacity up, each keeping its order.
+func (s *javaSet) resize() {
+	old := s.heads
+	s.heads = make([]int32, 2*len(old))
+	bit := uint32(len(old))
+	for j, head := range old {
+		lo, hi := &s.heads[j], &s.heads[j+len(old)]
+		for i := head; i != 0; {
+			e := &s.entries[i-1]
+			next := e.next
+			e.next = 0
+			if e.hash&bit == 0 {
+				*lo, lo = i, &e.next
+			} else {
+				*hi, hi = i, &e.next
+			}
+			i = next
 		}
 	}
-	delete(s.members, name)
-	s.last, s.lastIn = name, false
-	if !s.orderValid {
-		return true
-	}
-	i, found := slices.BinarySearchFunc(s.entries, javaEntry{bucket: m.hash & (s.capacity - 1), seq: m.seq}, compareJavaEntries)
-	if !found || s.entries[i].name != name {
-		panic("sim: javaSet order lost a member: " + name)
-	}
-	s.entries = slices.Delete(s.entries, i, i+1)
-	s.order = slices.Delete(s.order, i, i+1)
-	return true
 }
 
-// compareJavaEntries orders entries as Java iterates them: by bucket, and
-// in a bucket by insertion.
-func compareJavaEntries(a, b javaEntry) int {
-	if a.bucket != b.bucket {
-		return cmp.Compare(a.bucket, b.bucket)
+// remove takes name out; it reports false if it was not a member.
+func (s *javaSet) remove(name string) bool {
+	var hash uint32
+	switch {
+	case name == s.last && !s.lastIn, len(s.heads) == 0:
+		return false
+	case name == s.last:
+		hash = s.lastHash
+	default:
+		hash = javaSpreadHash(name)
 	}
-	return cmp.Compare(a.seq, b.seq)
+	at := &s.heads[hash&uint32(len(s.heads)-1)]
+	for *at != 0 {
+		i := *at
+		e := &s.entries[i-1]
+		if e.hash == hash && e.name == name {
+			*at = e.next
+			// The slot keeps no name alive that left the set.
+			*e = javaEntry{next: s.free}
+			s.free = i
+			s.size--
+			s.last, s.lastIn = name, false
+			return true
+		}
+		at = &e.next
+	}
+	return false
+}
+
+// each calls fn with each member in Java's iteration order. fn must not
+// change the set.
+func (s *javaSet) each(fn func(name string)) {
+	for _, head := range s.heads {
+		for i := head; i != 0; i = s.entries[i-1].next {
+			fn(s.entries[i-1].name)
+		}
+	}
+}
+
+// all yields each member and the hash the set holds for it, in Java's
+// iteration order. The loop must not change the set.
+func (s *javaSet) all() iter.Seq2[string, uint32] {
+	return func(yield func(string, uint32) bool) {
+		for _, head := range s.heads {
+			for i := head; i != 0; i = s.entries[i-1].next {
+				if e := &s.entries[i-1]; !yield(e.name, e.hash) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// checkTable reports a table that breaks its own rules: an entry in a
+// chain not its hash's bucket's, or chains that hold other than size
+// members (which len answers, and CheckInvariants counts by).
+func (s *javaSet) checkTable() error {
+	chained := 0
+	for j, head := range s.heads {
+		for i := head; i != 0; i = s.entries[i-1].next {
+			if e := &s.entries[i-1]; e.seq == 0 || int(e.hash&uint32(len(s.heads)-1)) != j {
+				return fmt.Errorf("sim: invariant: a set holds %q in bucket %d, not its hash's", e.name, j)
+			}
+			chained++
+		}
+	}
+	if chained != s.size {
+		return fmt.Errorf("sim: invariant: a set chains %d members, counts %d", chained, s.size)
+	}
+	return nil
 }
 
 // ordered returns the members in Java's iteration order, in a slice the
 // caller owns.
 func (s *javaSet) ordered() []string {
-	if !s.orderValid {
-		s.order = s.computeOrder()
-		s.orderValid = true
+	names := make([]string, 0, s.size)
+	for _, head := range s.heads {
+		for i := head; i != 0; i = s.entries[i-1].next {
+			names = append(names, s.entries[i-1].name)
+		}
 	}
-	names := make([]string, len(s.order))
-	copy(names, s.order)
 	return names
 }
 
-// computeOrder computes the iteration order, and s.entries with it, into
-// the backing array of s.order, which no caller holds (ordered hands out
-// copies).
-func (s *javaSet) computeOrder() []string {
-	clear(s.entries) // keep no names alive that left the set
-	entries := s.entries[:0]
-	mask := s.capacity - 1
-	for name, m := range s.members {
-		entries = append(entries, javaEntry{name, m.hash & mask, m.seq})
+// bySeq returns the members in insertion order, with their insertion
+// numbers: what a snapshot keeps of a set's order, with its capacity.
+func (s *javaSet) bySeq() (names []string, seqs []uint32) {
+	members := make([]javaEntry, 0, s.size)
+	for _, e := range s.entries {
+		if e.seq != 0 {
+			members = append(members, e)
+		}
 	}
-	slices.SortFunc(entries, compareJavaEntries)
-	clear(s.order)
-	names := s.order[:0]
-	for _, e := range entries {
+	slices.SortFunc(members, func(a, b javaEntry) int { return cmp.Compare(a.seq, b.seq) })
+	for _, e := range members {
 		names = append(names, e.name)
+		seqs = append(seqs, e.seq)
 	}
-	s.entries = entries
-	return names
+	return names, seqs
+}
+
+// restoredJavaSet is the set a snapshot kept (bySeq): each name, with
+// its insertion number, goes to the end of its bucket in insertion
+// order, which is where the set had it.
+func restoredJavaSet(names []string, seqs []uint32, capacity, initial, inserted uint32) *javaSet {
+	s := &javaSet{initial: initial, inserted: inserted, size: len(names)}
+	if capacity != 0 {
+		s.heads = make([]int32, capacity)
+	}
+	s.entries = make([]javaEntry, 0, len(names))
+	for i, name := range names {
+		hash := javaSpreadHash(name)
+		s.entries = append(s.entries, javaEntry{name: name, hash: hash, seq: seqs[i]})
+		s.link(hash, int32(len(s.entries)))
+	}
+	return s
 }
 
 // javaSpreadHash is HashMap.hash(key) for a String key: String.hashCode over

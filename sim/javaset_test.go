@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -158,48 +160,58 @@ func TestJavaSpreadHashWords(t *testing.T) {
 	}
 }
 
-// The order kept up to date across insertions and removals is the order
-// computed afresh from the members' buckets and insertion numbers, after
-// every step of random sequences (names from a small alphabet, so that
-// buckets collide, and enough of them to resize the table).
+// The table's order is the order computed afresh from the members'
+// buckets and insertion numbers, kept aside by the test, after every step
+// of random sequences (names from a small alphabet, so that buckets
+// collide, and enough of them to resize the table); and a set restored
+// from what a snapshot keeps of it (bySeq) lists them alike.
 func TestJavaSetIncrementalOrder(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s := newJavaSet(uint32(rapid.SampledFrom([]int{2, 8, 16}).Draw(t, "initial")))
+		seqs := map[string]uint32{} // the members and their insertion numbers
+		inserted := uint32(0)
 		name := rapid.StringMatching(`[a-d]{1,3}`)
 		for i := range rapid.IntRange(1, 200).Draw(t, "steps") {
 			if rapid.IntRange(0, 2).Draw(t, "op") == 0 && s.len() > 0 {
-				members := make([]string, 0, s.len())
-				for m := range s.members {
-					members = append(members, m)
+				members := slices.Sorted(maps.Keys(seqs))
+				victim := rapid.SampledFrom(members).Draw(t, "remove")
+				if !s.remove(victim) {
+					t.Fatalf("step %d: remove(%q) found no member", i, victim)
 				}
-				slices.Sort(members)
-				s.remove(rapid.SampledFrom(members).Draw(t, "remove"))
-			} else {
-				s.add(name.Draw(t, "add"))
+				delete(seqs, victim)
+			} else if n := name.Draw(t, "add"); s.add(n) {
+				inserted++
+				seqs[n] = inserted
 			}
-			// has answers for the name last changed without the map: it
-			// answers as the map does, for that name and any other.
+			if s.len() != len(seqs) {
+				t.Fatalf("step %d: %d members, want %d", i, s.len(), len(seqs))
+			}
+			if err := s.checkTable(); err != nil {
+				t.Fatalf("step %d: %v", i, err)
+			}
+			// has answers for the name last changed without the table: it
+			// answers as the table does, for that name and any other.
 			if !s.lastAgrees() {
 				t.Fatalf("step %d: has(%q) answers %v, not the set's", i, s.last, s.lastIn)
 			}
 			asked := name.Draw(t, "has")
-			if _, in := s.members[asked]; s.has(asked) != in {
+			if _, in := seqs[asked]; s.has(asked) != in {
 				t.Fatalf("step %d: has(%q) = %v, want %v", i, asked, !in, in)
 			}
 			if rapid.Bool().Draw(t, "look") || i%17 == 0 {
 				got := s.ordered()
-				var want []javaEntry
-				for m, jm := range s.members {
-					want = append(want, javaEntry{m, jm.hash & (s.capacity - 1), jm.seq})
+				want := slices.Collect(maps.Keys(seqs))
+				mask := s.capacity() - 1
+				slices.SortFunc(want, func(a, b string) int {
+					return cmp.Or(cmp.Compare(javaSpreadHash(a)&mask, javaSpreadHash(b)&mask), cmp.Compare(seqs[a], seqs[b]))
+				})
+				if !slices.Equal(got, want) {
+					t.Fatalf("step %d: order %v, want %v", i, got, want)
 				}
-				slices.SortFunc(want, compareJavaEntries)
-				if len(got) != len(want) {
-					t.Fatalf("step %d: %d names in order, %d members", i, len(got), len(want))
-				}
-				for k := range want {
-					if got[k] != want[k].name {
-						t.Fatalf("step %d: order %v, want %v", i, got, want)
-					}
+				names, bySeq := s.bySeq()
+				restored := restoredJavaSet(names, bySeq, s.capacity(), s.initial, s.inserted)
+				if again := restored.ordered(); !slices.Equal(again, want) {
+					t.Fatalf("step %d: restored order %v, want %v", i, again, want)
 				}
 			}
 		}

@@ -247,14 +247,8 @@ func snapSet(s *javaSet) *snapJavaSet {
 	if s == nil {
 		return nil
 	}
-	out := &snapJavaSet{Capacity: s.capacity, Initial: s.initial, Inserted: s.inserted}
-	names := slices.SortedFunc(maps.Keys(s.members), func(a, b string) int {
-		return cmp.Compare(s.members[a].seq, s.members[b].seq)
-	})
-	for _, name := range names {
-		out.Names = append(out.Names, name)
-		out.Seqs = append(out.Seqs, s.members[name].seq)
-	}
+	out := &snapJavaSet{Capacity: s.capacity(), Initial: s.initial, Inserted: s.inserted}
+	out.Names, out.Seqs = s.bySeq()
 	return out
 }
 
@@ -262,11 +256,7 @@ func restoreSet(x *snapJavaSet) *javaSet {
 	if x == nil {
 		return nil
 	}
-	s := &javaSet{members: make(map[string]javaMember, len(x.Names)), capacity: x.Capacity, initial: x.Initial, inserted: x.Inserted}
-	for i, name := range x.Names {
-		s.members[name] = javaMember{seq: x.Seqs[i], hash: javaSpreadHash(name)}
-	}
-	return s // order is computed when first asked for
+	return restoredJavaSet(x.Names, x.Seqs, x.Capacity, x.Initial, x.Inserted)
 }
 
 func snapWatches(t *watchTable) snapWatchTable {
