@@ -880,6 +880,6 @@ func (s *Server) setACL(w write, t *txn) Response {
 	s.assertPermitted(w.path, n, zk.PermAdmin)
 	n.acl = w.acl
 	n.aversion++
-	t.touched = append(t.touched, touchedNode{path: w.path})
+	t.touched = append(t.touched, touchedNode{path: w.path, node: n})
 	return Response{Stat: n.stat()}
 }

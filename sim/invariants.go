@@ -8,8 +8,10 @@ import (
 
 // checkNode asserts the invariants of one node after a transaction touched
 // it, those the change could have broken. A violation is a simulator bug
-// and panics. It looks nodes up through the server's lookup cache (a
-// write touches a node and its parent, which its own lookups have just
+// and panics. It takes the node and its parent from the change when the
+// change was the transaction's only one (known: the tree has not changed
+// since), and looks them up otherwise, through the server's lookup cache
+// (a write touches a node and its parent, which its own lookups have just
 // cached), which CheckInvariants holds to the tree itself.
 //
 // A node created or deleted (nameAt, where path's last name starts, is
@@ -19,15 +21,19 @@ import (
 // (when there is one) does not list it; and the zxids of both are not
 // past the last. A node changed in place (nameAt 0: its data or ACL)
 // changed none of what ties it to its parent, and is checked for its
-// zxids only, if it still exists. A node's ties to its parent were checked when it was
-// created, and only its deletion, or its parent's, changes them: the
-// parent of a create or a delete, which was checked as one more touched
-// node of its own, costs its check no second lookup of the tree (the
-// parents' checks were a third of every commit's, in
+// zxids only, if it still exists. A node's ties to its parent were
+// checked when it was created, and only its deletion, or its parent's,
+// changes them: the parent of a create or a delete, which was checked as
+// one more touched node of its own, costs its check no second lookup of
+// the tree (the parents' checks were a third of every commit's, in
 // BenchmarkSimThroughput).
-func (s *Server) checkNode(path string, nameAt int) {
-	n := s.lookup(path)
-	if nameAt == 0 {
+func (s *Server) checkNode(tn *touchedNode, known bool) {
+	path := tn.path
+	if tn.nameAt == 0 {
+		n := tn.node
+		if n == nil || !known {
+			n = s.lookup(path)
+		}
 		// A node a multi changed and then deleted is gone: its
 		// deletion's check covers it.
 		if n != nil {
@@ -35,8 +41,11 @@ func (s *Server) checkNode(path string, nameAt int) {
 		}
 		return
 	}
-	parentPath, name := splitAt(path, nameAt)
-	parent := s.lookup(parentPath)
+	parentPath, name := splitAt(path, tn.nameAt)
+	n, parent := tn.node, tn.parent
+	if !known {
+		n, parent = s.lookup(path), s.lookup(parentPath)
+	}
 	if n == nil {
 		if parent != nil && parent.children != nil && parent.children.has(name) {
 			panic(fmt.Sprintf("sim: invariant: %s lists deleted child %s", parentPath, name))
