@@ -152,7 +152,12 @@ type Server struct {
 	// sessionsByID holds the sessions of the map in id order: the scans
 	// at every tick (NextDeadlineMs, Tick) walk it, not the map, whose
 	// iteration was 2% of an exploration (addSession, removeSession).
-	sessionsByID  []*serverSession
+	sessionsByID []*serverSession
+	// lastSession is the session the last request came on (nil for
+	// none): a client's requests come in runs, and each asked the map
+	// for its session (some forty instructions a request).
+	// removeSession forgets it with the session.
+	lastSession   *serverSession
 	conns         map[ConnID]int64 // live connections and their sessions (0 before connect)
 	dataWatches   *watchTable
 	childWatches  *watchTable
@@ -570,6 +575,9 @@ func (s *Server) addSession(sess *serverSession) {
 // removeSession forgets a session the server has.
 func (s *Server) removeSession(id int64) {
 	delete(s.sessions, id)
+	if s.lastSession != nil && s.lastSession.id == id {
+		s.lastSession = nil
+	}
 	i, ok := slices.BinarySearchFunc(s.sessionsByID, id, func(x *serverSession, id int64) int { return cmp.Compare(x.id, id) })
 	if !ok {
 		panic(fmt.Sprintf("sim: session %#x removed but not listed", id))
@@ -643,7 +651,11 @@ func (s *Server) receiveOn(nowMs int64, conn ConnID, id int64, req *Request) {
 		return
 	}
 	s.caller = conn
-	sess := s.sessions[id]
+	sess := s.lastSession
+	if sess == nil || sess.id != id {
+		sess = s.sessions[id]
+		s.lastSession = sess
+	}
 	if sess == nil || sess.closing {
 		// The session has expired and its closeSession is pending:
 		// SessionTrackerImpl.checkSession throws SessionExpired.

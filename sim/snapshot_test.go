@@ -277,6 +277,8 @@ func TestSnapshotKnowsEveryServerField(t *testing.T) {
 		"lookups",
 		// the sessions again, in id order, which restoring them rebuilds
 		"sessionsByID",
+		// the session of the last request, which the next looks up again
+		"lastSession",
 		// a leader's prep server's, which is never snapshotted
 		"prep", "prepWrite",
 	}
