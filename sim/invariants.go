@@ -140,7 +140,8 @@ func (s *Server) checkNodeInvariants(path string, n *znode, walkChildren bool) e
 	if path != "/" {
 		parentPath, name := parentOf(path)
 		parent := s.nodes[parentPath]
-		if parent == nil || parent.children == nil || !parent.children.has(name) {
+		nameHash, _ := n.hashes(path, name)
+		if parent == nil || parent.children == nil || !parent.children.hasHashed(name, nameHash) {
 			return fmt.Errorf("sim: invariant: %s is not listed by its parent", path)
 		}
 		if ownerKind(parent.ephemeralOwner) == ownerSession {
@@ -148,7 +149,7 @@ func (s *Server) checkNodeInvariants(path string, n *znode, walkChildren bool) e
 		}
 	}
 	if n.children != nil {
-		if !n.children.lastAgrees() {
+		if !n.children.lastAgrees() || s.checkEvery && !n.children.lastHashAgrees() {
 			return fmt.Errorf("sim: invariant: %s's children set answers wrongly for %s, the last name it took or lost", path, n.children.last)
 		}
 		if walkChildren {
@@ -178,7 +179,8 @@ func (s *Server) checkNodeInvariants(path string, n *znode, walkChildren bool) e
 	}
 	if ownerKind(n.ephemeralOwner) == ownerSession {
 		sess := s.sessions[n.ephemeralOwner]
-		if sess == nil || sess.ephemerals == nil || !sess.ephemerals.has(path) {
+		_, pathHash := n.hashes(path, "")
+		if sess == nil || sess.ephemerals == nil || !sess.ephemerals.hasHashed(path, pathHash) {
 			return fmt.Errorf("sim: invariant: ephemeral %s has no live owner %#x", path, n.ephemeralOwner)
 		}
 	}
@@ -201,7 +203,7 @@ func (s *Server) checkSessionInvariants() error {
 		if sess.ephemerals == nil {
 			continue
 		}
-		if !sess.ephemerals.lastAgrees() {
+		if !sess.ephemerals.lastAgrees() || s.checkEvery && !sess.ephemerals.lastHashAgrees() {
 			return fmt.Errorf("sim: invariant: session %#x's ephemerals answer wrongly for %s, the last path they took or lost", id, sess.ephemerals.last)
 		}
 		if s.checkEvery {

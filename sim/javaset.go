@@ -52,8 +52,8 @@ type javaSet struct {
 	// whether it is a member: has answers for it without hashing it. The
 	// invariants' check of a transaction asks about just the names it
 	// added or removed, each a lock node's name of some fifty bytes.
-	// While lastIn, lastHash is its hash: removing the name just added
-	// (a node created and deleted again) needs no hashing.
+	// lastHash is its hash: CheckInvariants' look at what the table
+	// holds for it (lastAgrees) needs no hashing.
 	last     string
 	lastIn   bool
 	lastHash uint32
@@ -93,14 +93,27 @@ func (s *javaSet) find(name string, hash uint32) int32 {
 // lastAgrees reports whether what has knows of the last name inserted or
 // removed is what the table holds: CheckInvariants asserts it.
 func (s *javaSet) lastAgrees() bool {
-	return (s.find(s.last, javaSpreadHash(s.last)) >= 0) == s.lastIn
+	return (s.find(s.last, s.lastHash) >= 0) == s.lastIn
 }
+
+// lastHashAgrees reports whether lastHash is the last name's hash, which
+// lastAgrees trusts: the servers that check every step assert it.
+func (s *javaSet) lastHashAgrees() bool { return s.lastHash == javaSpreadHash(s.last) }
 
 func (s *javaSet) has(name string) bool {
 	if name == s.last {
 		return s.lastIn
 	}
 	return s.find(name, javaSpreadHash(name)) >= 0
+}
+
+// hasHashed is has for a name whose javaSpreadHash the caller holds.
+// A wrong hash finds nothing: a check that asks with one fails.
+func (s *javaSet) hasHashed(name string, hash uint32) bool {
+	if name == s.last {
+		return s.lastIn
+	}
+	return s.find(name, hash) >= 0
 }
 
 // add inserts name; it reports false if name was already present, which
@@ -192,14 +205,15 @@ func (s *javaSet) resize() {
 
 // remove takes name out; it reports false if it was not a member.
 func (s *javaSet) remove(name string) bool {
-	var hash uint32
-	switch {
-	case name == s.last && !s.lastIn, len(s.heads) == 0:
+	return s.removeHashed(name, javaSpreadHash(name))
+}
+
+// removeHashed is remove for a name whose javaSpreadHash the caller
+// holds: a node's delete has its name's and its path's from its create
+// (znode.hashes). A wrong hash finds nothing, and the delete panics.
+func (s *javaSet) removeHashed(name string, hash uint32) bool {
+	if len(s.heads) == 0 {
 		return false
-	case name == s.last:
-		hash = s.lastHash
-	default:
-		hash = javaSpreadHash(name)
 	}
 	at := &s.heads[hash&uint32(len(s.heads)-1)]
 	for *at != 0 {
@@ -211,7 +225,7 @@ func (s *javaSet) remove(name string) bool {
 			*e = javaEntry{next: s.free}
 			s.free = i
 			s.size--
-			s.last, s.lastIn = name, false
+			s.last, s.lastIn, s.lastHash = name, false, hash
 			return true
 		}
 		at = &e.next

@@ -91,6 +91,27 @@ type znode struct {
 	cversion       int32 // children ever created: the sequence counter (see stat)
 	aversion       int32
 	acl            aclID
+	// nameHash and pathHash are the javaSpreadHash of the node's last
+	// name and, for a session's ephemeral, of its path, while hashed:
+	// its create brought them from validation (write), and its delete
+	// and the invariants' checks find it in its parent's children and
+	// its owner's ephemerals with them, unhashed again (a lock node's
+	// name and path are some fifty and ninety bytes). A node a snapshot
+	// restored, or a system node, is not hashed (hashes).
+	nameHash, pathHash uint32
+	hashed             bool
+}
+
+// hashes returns the node's nameHash and pathHash for its path, hashing
+// what it does not hold.
+func (n *znode) hashes(path string, name string) (nameHash, pathHash uint32) {
+	if n.hashed {
+		return n.nameHash, n.pathHash
+	}
+	if ownerKind(n.ephemeralOwner) == ownerSession {
+		pathHash = javaSpreadHash(path)
+	}
+	return javaSpreadHash(name), pathHash
 }
 
 func (n *znode) numChildren() int {
@@ -1348,6 +1369,7 @@ func (s *Server) createNode(nowMs int64, sess *serverSession, req *Request, w *w
 	n.data, n.children = copyData(buf, req.Data), nil
 	n.czxid, n.mzxid, n.pzxid, n.ctime, n.mtime = t.zxid, t.zxid, t.zxid, wall, wall
 	n.ephemeralOwner, n.version, n.cversion, n.aversion, n.acl = w.owner, 0, 0, 0, w.acl
+	n.nameHash, n.pathHash, n.hashed = w.nameHash, w.pathHash, true
 	s.nodes[w.path] = n
 	s.lookups.update(w.path, n)
 	s.noteTreeChange(w.path, true)
@@ -1420,7 +1442,10 @@ func (s *Server) deleteKnownNode(t *txn, path string, n *znode, parentPath strin
 	delete(s.nodes, path)
 	s.lookups.update(path, nil)
 	s.noteTreeChange(path, false)
-	parent.children.remove(name)
+	nameHash, pathHash := n.hashes(path, name)
+	if !parent.children.removeHashed(name, nameHash) {
+		panic(fmt.Sprintf("sim: invariant: %s did not list %s, deleted", parentPath, name))
+	}
 	// DataTree.deleteNode only raises pzxid: a create applied with a
 	// higher zxid may already have set it.
 	if t.zxid > parent.pzxid {
@@ -1429,7 +1454,9 @@ func (s *Server) deleteKnownNode(t *txn, path string, n *znode, parentPath strin
 	switch ownerKind(n.ephemeralOwner) {
 	case ownerSession:
 		if sess := s.sessions[n.ephemeralOwner]; sess != nil {
-			sess.ephemerals.remove(path)
+			if !sess.ephemerals.removeHashed(path, pathHash) {
+				panic(fmt.Sprintf("sim: invariant: session %#x did not list its ephemeral %s, deleted", sess.id, path))
+			}
 		}
 	case ownerContainer, ownerTTL:
 		s.expiringNodes--

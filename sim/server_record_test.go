@@ -34,14 +34,14 @@ func TestRecordWritesEveryField(t *testing.T) {
 // whatever the deleted node held. A field added to znode must be written
 // there too; the count below fails the test until this one knows it.
 func TestCreateWritesEveryField(t *testing.T) {
-	if n := reflect.TypeFor[znode]().NumField(); n != 12 {
-		t.Fatalf("znode has %d fields; createNode and this test write 12", n)
+	if n := reflect.TypeFor[znode]().NumField(); n != 15 {
+		t.Fatalf("znode has %d fields; createNode and this test write 15", n)
 	}
 	h := newHarness(t, ServerConfig{})
 	c, _ := h.connect(10000)
 	h.ok(c, mkCreate("/a", []byte("x"), 0))
 	stale := &znode{data: []byte("stale data"), children: newJavaSet(8), czxid: 1, mzxid: 2, pzxid: 3, ctime: 4, mtime: 5,
-		ephemeralOwner: 6, version: 7, cversion: 8, aversion: 9, acl: aclReadOnly}
+		ephemeralOwner: 6, version: 7, cversion: 8, aversion: 9, acl: aclReadOnly, nameHash: 10, pathHash: 11}
 	h.s.freeNodes = append(h.s.freeNodes[:0], stale)
 	h.ok(c, mkCreate("/a/b", []byte("new"), 0))
 	n := h.s.nodes["/a/b"]
@@ -49,7 +49,7 @@ func TestCreateWritesEveryField(t *testing.T) {
 		t.Fatalf("the create did not reuse the free node")
 	}
 	want := znode{data: []byte("new"), czxid: h.s.lastZxid, mzxid: h.s.lastZxid, pzxid: h.s.lastZxid,
-		ctime: n.ctime, mtime: n.ctime, acl: aclOpen}
+		ctime: n.ctime, mtime: n.ctime, acl: aclOpen, nameHash: javaSpreadHash("b"), hashed: true}
 	if !reflect.DeepEqual(*n, want) {
 		t.Fatalf("created %+v, want %+v", *n, want)
 	}
