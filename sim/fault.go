@@ -80,6 +80,7 @@ func (w *World) injectDueFaults() bool {
 		due := (f.AtStep != 0 && w.step+1 >= f.AtStep) || (f.AtStep == 0 && w.nowNs >= int64(f.AtTime))
 		if due {
 			w.faults = slices.Delete(w.faults, i, i+1)
+			w.stepLimit = w.stepLimitNow()
 			if err := w.Inject(f.Fault); err != nil {
 				w.fail(err)
 			}

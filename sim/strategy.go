@@ -157,5 +157,6 @@ func (w *World) ScheduleFault(f ScheduledFault) error {
 	w.faults = append(w.faults, ScheduledFault{})
 	copy(w.faults[i+1:], w.faults[i:])
 	w.faults[i] = f
+	w.stepLimit = w.stepLimitNow()
 	return nil
 }

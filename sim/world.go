@@ -74,10 +74,13 @@ type World struct {
 	nowNs     int64
 	horizonNs int64 // RunFor's end: time does not jump past it
 	step      uint64
-	// stepLimit is the step count at which a run fails with ErrLimit:
-	// cfg.MaxSteps, 0 once virtual time is past cfg.MaxTime. The
-	// scheduler tests the two limits at every step with this one
-	// comparison; setNow keeps it, and checkUnwoken asserts it.
+	// stepLimit is the step count from which the scheduler must look
+	// past its common case: the run fails with ErrLimit at cfg.MaxSteps,
+	// or 0 once virtual time is past cfg.MaxTime, and a fault comes due
+	// before step AtStep, or once the time reaches a time fault's
+	// AtTime (0 then). The scheduler tests the limits and the faults at
+	// every step with this one comparison; setNow and every change of
+	// the faults keep it, and checkUnwoken asserts it.
 	stepLimit uint64
 	timers    timerHeap
 	timerSeq  uint64
@@ -130,7 +133,6 @@ func New(cfg Config) *World {
 		rng:      rand.New(rand.NewPCG(cfg.Seed, 0x7a6b6c6162)),
 		serverUp: true,
 	}
-	w.stepLimit = w.stepLimitNow()
 	if cfg.Servers > 1 {
 		w.newEnsemble()
 	} else {
@@ -142,6 +144,7 @@ func New(cfg Config) *World {
 		w.strategy = RandomWalk{}
 	}
 	w.faults = append([]ScheduledFault(nil), cfg.Faults...)
+	w.stepLimit = w.stepLimitNow()
 	w.trace = newTracer(cfg.Trace, cfg.KeepTrace)
 	w.main = &task{name: "main"}
 	return w
@@ -181,7 +184,16 @@ func (w *World) stepLimitNow() uint64 {
 	if w.nowNs > int64(w.cfg.MaxTime) {
 		return 0
 	}
-	return w.cfg.MaxSteps
+	limit := w.cfg.MaxSteps
+	for _, f := range w.faults {
+		switch {
+		case f.AtStep != 0:
+			limit = min(limit, f.AtStep-1) // due when w.step+1 >= f.AtStep
+		case w.nowNs >= int64(f.AtTime):
+			return 0
+		}
+	}
+	return limit
 }
 
 // SessionExpiry is when the server (on an ensemble, the leader) expires a
@@ -451,12 +463,14 @@ func (w *World) schedule(self *task) {
 			w.handoff(self, w.main)
 			return
 		}
-		if w.step >= w.stepLimit { // past MaxSteps or MaxTime
-			w.fail(fmt.Errorf("%w: step %d, virtual time %v; blocked: %s", ErrLimit, w.step, w.Now(), w.blockedTasks()))
-			continue
-		}
-		if len(w.faults) > 0 && w.injectDueFaults() {
-			continue
+		if w.step >= w.stepLimit { // past MaxSteps or MaxTime, or a fault is due
+			if w.step >= w.cfg.MaxSteps || w.nowNs > int64(w.cfg.MaxTime) {
+				w.fail(fmt.Errorf("%w: step %d, virtual time %v; blocked: %s", ErrLimit, w.step, w.Now(), w.blockedTasks()))
+				continue
+			}
+			if w.injectDueFaults() {
+				continue
+			}
 		}
 		enabled := w.enumerate()
 		if len(enabled) == 0 {
