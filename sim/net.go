@@ -304,7 +304,8 @@ func (w *World) enumerate() []Step {
 // checkUnwoken asserts that no blocked task that nothing has woken is
 // ready: enumerate does not ask them (task.await), and checks the claim
 // every 64 steps. It checks then too the marks of the to-server queues'
-// slots (checkWireSlots), the step limit (World.stepLimit), and the
+// slots (checkWireSlots), the step limit (World.stepLimit), that Run's
+// waiter is ready only if World.askMain says to ask it, and the
 // ensemble's marks of what it could do next (Ensemble.checkStepMasks),
 // as enumerate lists its steps from them.
 func (w *World) checkUnwoken() {
@@ -316,6 +317,9 @@ func (w *World) checkUnwoken() {
 	w.checkWireSlots()
 	if w.stepLimit != w.stepLimitNow() {
 		panic(fmt.Sprintf("sim: invariant: step limit %d at %v, want %d", w.stepLimit, w.Now(), w.stepLimitNow()))
+	}
+	if !w.askMain && w.main.ready == &w.run && w.run.ready() {
+		panic(fmt.Sprintf("sim: invariant: the Run caller may go on at step %d, but the scheduler would not ask", w.step))
 	}
 	if w.ens != nil {
 		if err := w.ens.checkStepMasks(); err != nil {

@@ -101,6 +101,13 @@ type World struct {
 
 	current           *task // the task holding the baton, nil for the Run caller
 	main              *task // the Run caller, as a pseudo-task
+	run               runWait
+	// askMain says the scheduler must ask main's waiter whether the Run
+	// caller may go on: set wherever that may have changed (a run starts
+	// or fails, virtual time moves, a task ends, the world closes), and
+	// for good while the waiter is not run (Close's). Asking it at every
+	// step was some 12 instructions of each.
+	askMain bool
 	baton             *task // whom a task that gave control back to the driver hands the baton to
 	stopErr           error
 	running           bool
@@ -177,6 +184,7 @@ func (w *World) nowMs() int64 { return w.nowNs / int64(time.Millisecond) }
 func (w *World) setNow(ns int64) {
 	w.nowNs = ns
 	w.stepLimit = w.stepLimitNow()
+	w.askMain = true
 }
 
 // stepLimitNow is what stepLimit should be.
@@ -270,6 +278,7 @@ func (w *World) runTask(t *task, fn func(ctx context.Context)) {
 		t.done = true
 		t.ready = nil
 		w.tasks = slices.DeleteFunc(w.tasks, func(o *task) bool { return o == t })
+		w.askMain = true
 		if t.client != nil {
 			t.client.tasks = slices.DeleteFunc(t.client.tasks, func(o *task) bool { return o == t })
 		}
@@ -306,6 +315,7 @@ func (w *World) fail(err error) {
 	if w.stopErr == nil {
 		w.stopErr = err
 	}
+	w.askMain = true
 }
 
 // A waiter says whether a blocked task may run again.
@@ -404,9 +414,10 @@ func (w *World) RunFor(d time.Duration) error {
 
 // runWait is the waiter of the Run caller: it may go on once the run has
 // failed, or, for RunFor (timed), once virtual time has reached untilNs,
-// or, for Run, once no live task is left. The scheduler asks at every
-// step, and asks it inline (schedule): its stop condition is two fields,
-// not a function, so that it takes no call.
+// or, for Run, once no live task is left. The scheduler asks it only when
+// World.askMain says one of those may have come, and asks it inline
+// (mainReady): its stop condition is two fields, not a function, so that
+// it takes no call.
 type runWait struct {
 	w       *World
 	timed   bool
@@ -429,7 +440,9 @@ func (w *World) runUntil(timed bool, untilNs int64) error {
 	}
 	w.running = true
 	w.stopErr = nil
-	w.main.ready = &runWait{w: w, timed: timed, untilNs: untilNs}
+	w.run = runWait{w: w, timed: timed, untilNs: untilNs}
+	w.main.ready = &w.run
+	w.askMain = true
 	w.current = nil
 	w.schedule(w.main)
 	w.running = false
@@ -450,16 +463,7 @@ func (w *World) runUntil(timed bool, untilNs int64) error {
 func (w *World) schedule(self *task) {
 	w.channelChanges++ // user code ran up to here
 	for {
-		// Run's own waiter is asked here, inline, rather than through
-		// the interface: the call was some 30 instructions of each step
-		// of BenchmarkSimThroughput, which takes about 110 in all.
-		var mainReady bool
-		if r, ok := w.main.ready.(*runWait); ok {
-			mainReady = r.ready()
-		} else {
-			mainReady = w.main.ready != nil && w.main.ready.ready()
-		}
-		if mainReady {
+		if w.askMain && w.mainReady() {
 			w.handoff(self, w.main)
 			return
 		}
@@ -499,6 +503,19 @@ func (w *World) schedule(self *task) {
 		}
 		w.take(st)
 	}
+}
+
+// mainReady asks main's waiter whether the Run caller may go on, and
+// clears askMain if the waiter is Run's own, which need not be asked
+// again until it is set. Run's waiter is asked inline, rather than
+// through the interface: the call was some 30 instructions of each step
+// of BenchmarkSimThroughput, which takes about 110 in all.
+func (w *World) mainReady() bool {
+	if w.main.ready == &w.run {
+		w.askMain = false
+		return w.run.ready()
+	}
+	return w.main.ready != nil && w.main.ready.ready()
 }
 
 // handoff passes the baton from self to next and parks self until it is
@@ -634,6 +651,7 @@ func (w *World) Close() {
 	// Any goroutine that enters the scheduler from now on hands the baton
 	// straight back to the caller of Close.
 	w.main.ready = always
+	w.askMain = true
 	w.running = true
 	for _, t := range slices.Clone(w.tasks) {
 		if t.done {
