@@ -236,8 +236,8 @@ func (t *serverTree) ensembleEvent(e sim.Event) {
 	for _, dir := range t.dirPaths() {
 		t.scanDir(dir, w, before)
 	}
-	for _, p := range t.livePaths() {
-		t.recheck(p, e.Step, "commit", 0)
+	for _, z := range t.aliveNow() {
+		t.recheckLife(z, e.Step, "commit", 0)
 	}
 }
 
@@ -270,7 +270,7 @@ func (t *serverTree) lookAtChanges(s *sim.Server, from uint64, w sim.Event, befo
 	if created != "" {
 		// The directory's one child without a life is the one created:
 		// every other was there at the last look, which gave it one.
-		if dir, _ := sim.SplitPath(created); t.dirs[dir] && t.live[created] == nil {
+		if dir, _ := sim.SplitPath(created); t.dirs[dir] && t.lifeOf(created) == nil {
 			t.addLife(created, w, before)
 		}
 		return true

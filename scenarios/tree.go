@@ -63,19 +63,21 @@ type serverTree struct {
 	// leases' slices of lives (holdLives): many to an allocation.
 	lifeChunk  chunk[znodeLife]
 	leaseLives []*znodeLife
-	live       map[string]*znodeLife // path -> its current life
-	// alive is live's lives, in no particular order (a life that ends
-	// trades places with the last): what a look at every life walks. The
-	// order of that walk changes nothing, for each life is looked at on
-	// its own.
+	// alive is the current lives, one a path, in no particular order (a
+	// life that ends trades places with the last): what a look at every
+	// life walks, and what lifeOf finds a path's life in. The order of
+	// that walk changes nothing, for each life is looked at on its own.
 	alive []*znodeLife
-	dirs  map[string]bool // directories a create went to
+	// live indexes alive by path once it holds more than aliveScanMax
+	// lives (nil until then).
+	live map[string]*znodeLife
+	dirs map[string]bool // directories a create went to
 	// dirList is the keys of dirs in order, kept as they change: on an
 	// ensemble it is walked whenever the view moves, and sorting it each
 	// time was a tenth of an exploration. Scanning the directories in
 	// order orders the lives the scan finds.
 	dirList []string
-	scratch []string
+	scratch []*znodeLife
 	// pathBuf is where scanChild builds a child's path to look it up,
 	// allocating it only for a child that gets a life.
 	pathBuf []byte
@@ -103,7 +105,34 @@ type serverTree struct {
 }
 
 func newServerTree() *serverTree {
-	return &serverTree{live: map[string]*znodeLife{}, dirs: map[string]bool{}}
+	return &serverTree{dirs: map[string]bool{}}
+}
+
+// aliveScanMax is the most lives lifeOf finds by a walk of alive: a run
+// has a handful (the lock's directories, a node or two a client), and a
+// walk that compares a path's length and last byte before the path is
+// cheaper than a map's hash of the whole path at every look, every new
+// life and every life's end (they were 1.3% of an exploration). Past it,
+// as with a herd of hundreds of clients, the map live takes over.
+const aliveScanMax = 16
+
+// lifeOf is the current life of path p, or nil.
+func (t *serverTree) lifeOf(p string) *znodeLife {
+	if t.live != nil {
+		return t.live[p]
+	}
+	n := len(p)
+	if n == 0 {
+		return nil // no life has an empty path: a path begins with "/"
+	}
+	for _, z := range t.alive {
+		// Lock nodes' paths have one length and differ last in their
+		// sequence's last digits.
+		if len(z.path) == n && z.path[n-1] == p[n-1] && z.path == p {
+			return z
+		}
+	}
+	return nil
 }
 
 // isTreeWrite reports whether an op can create or remove nodes.
@@ -176,8 +205,8 @@ func (t *serverTree) settle() {
 		for _, dir := range t.dirPaths() {
 			t.scanDir(dir, w, zxidBefore)
 		}
-		for _, p := range t.livePaths() {
-			t.recheck(p, w.Step, w.Op, w.Client)
+		for _, z := range t.aliveNow() {
+			t.recheckLife(z, w.Step, w.Op, w.Client)
 		}
 	case "closeSession":
 		t.sessionEnded(w.Session, w.Step, w.Op, w.Client)
@@ -204,7 +233,7 @@ func (t *serverTree) lookAtCreated(dir string, changesBefore uint64, w sim.Event
 	if i := t.slashOf(c.Path); i < 0 || c.Path[:max(i, 1)] != dir {
 		return false // not a child of dir ("/" is the root's children's parent)
 	}
-	if t.live[c.Path] == nil {
+	if t.lifeOf(c.Path) == nil {
 		t.addLife(c.Path, w, zxidBefore)
 	}
 	return true
@@ -226,7 +255,7 @@ func (t *serverTree) scanDir(dir string, w sim.Event, zxidBefore int64) {
 // byte slice allocates nothing): most children have their life already.
 func (t *serverTree) scanChild(dir, name string, w sim.Event, zxidBefore int64) {
 	t.pathBuf = sim.AppendPath(t.pathBuf[:0], dir, name)
-	if t.live[string(t.pathBuf)] == nil {
+	if t.lifeOf(string(t.pathBuf)) == nil {
 		t.addLife(string(t.pathBuf), w, zxidBefore)
 	}
 }
@@ -246,25 +275,38 @@ func (t *serverTree) addLife(p string, w sim.Event, zxidBefore int64) {
 		}
 	}
 	t.lives = append(t.lives, z)
-	t.live[p] = z
 	t.alive = append(t.alive, z)
+	switch {
+	case t.live != nil:
+		t.live[p] = z
+	case len(t.alive) > aliveScanMax:
+		t.live = make(map[string]*znodeLife, 2*len(t.alive))
+		for _, z := range t.alive {
+			t.live[z.path] = z
+		}
+	}
 }
 
 // recheck ends p's life if the server no longer has it (or has another
 // node of that name).
 func (t *serverTree) recheck(p string, step uint64, op string, by int) {
-	z := t.live[p]
-	if z == nil {
-		return
+	if z := t.lifeOf(p); z != nil {
+		t.recheckLife(z, step, op, by)
 	}
-	czxid, _, ok := t.server.NodeIdentity(p)
+}
+
+// recheckLife is recheck of the current life z.
+func (t *serverTree) recheckLife(z *znodeLife, step uint64, op string, by int) {
+	czxid, _, ok := t.server.NodeIdentity(z.path)
 	if ok && czxid == z.czxid {
 		return
 	}
 	z.ended, z.endStep, z.endOp, z.endedBy = true, step, op, by
 	// Another node of the name is not known yet: the next look finds it.
 	t.rescan = t.rescan || ok
-	delete(t.live, p)
+	if t.live != nil {
+		delete(t.live, z.path)
+	}
 	last := t.alive[len(t.alive)-1]
 	t.alive[z.aliveAt], last.aliveAt = last, z.aliveAt
 	t.alive[len(t.alive)-1] = nil
@@ -277,9 +319,9 @@ func (t *serverTree) sessionEnded(s int64, step uint64, op string, by int) {
 	if s == 0 {
 		return
 	}
-	for _, p := range t.livePaths() {
-		if t.live[p].owner == s {
-			t.recheck(p, step, op, by)
+	for _, z := range t.aliveNow() {
+		if z.owner == s {
+			t.recheckLife(z, step, op, by)
 		}
 	}
 	t.lastZxid = t.server.LastZxid()
@@ -287,6 +329,12 @@ func (t *serverTree) sessionEnded(s int64, step uint64, op string, by int) {
 
 // lifeAt is the life of p that held at step, or nil.
 func (t *serverTree) lifeAt(p string, step uint64) *znodeLife {
+	// p's current life, if it has one, is its newest (a path gets a life
+	// only when it has none), and the one a lease just granted stands on:
+	// found without a walk back over every life of the run.
+	if z := t.lifeOf(p); z != nil && z.liveAt(step) {
+		return z
+	}
 	for i := len(t.lives) - 1; i >= 0; i-- {
 		if z := t.lives[i]; z.path == p && z.liveAt(step) {
 			return z
@@ -311,14 +359,10 @@ func (t *serverTree) addDir(dir string) bool {
 // is there already).
 func (t *serverTree) dirPaths() []string { return t.dirList }
 
-// livePaths is the paths of the live nodes as they stand now: a copy, so
-// that rechecking them may end their lives. It is valid until the next
-// call.
-func (t *serverTree) livePaths() []string {
-	t.scratch = t.scratch[:0]
-	for _, z := range t.alive {
-		t.scratch = append(t.scratch, z.path)
-	}
+// aliveNow is the current lives as they stand now: a copy, so that
+// rechecking them may end their lives. It is valid until the next call.
+func (t *serverTree) aliveNow() []*znodeLife {
+	t.scratch = append(t.scratch[:0], t.alive...)
 	return t.scratch
 }
 
