@@ -643,6 +643,8 @@ type queue struct {
 	// kids is the last round's listing, whose array the next round
 	// reuses: a round reads its listing only while it runs.
 	kids []child
+	// waitOn holds the watch a round waits on, during Wait.
+	waitOn [1]<-chan zk.Event
 }
 
 // acquire creates a node of the kind and waits until pred grants it. With
@@ -795,7 +797,12 @@ func (q *queue) round(ctx context.Context, node lockNode, pred predicate, block 
 	if err != nil {
 		return false, err
 	}
-	ev, err := q.conn.Wait(ctx, watch)
+	// The watch goes to Wait in the queue's own one-channel array: the
+	// variadic argument's array escapes through the interface, and was
+	// allocated at every wait.
+	q.waitOn[0] = watch
+	ev, err := q.conn.Wait(ctx, q.waitOn[:]...)
+	q.waitOn[0] = nil
 	if err != nil {
 		return false, err
 	}

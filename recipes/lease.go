@@ -92,24 +92,36 @@ type Lease struct {
 }
 
 func newLease(c Conn, node lockNode, release func(ctx context.Context) error) *Lease {
-	s := c.Session()
-	l := &Lease{
-		conn:    c,
-		token:   node.czxid,
-		session: node.session,
-		timeout: time.Duration(s.TimeoutMs) * time.Millisecond,
-		node:    [1]string{node.path},
-		release: release,
-	}
-	l.nodes = l.node[:]
+	l := &Lease{}
+	l.init(c, node, release)
 	return l
+}
+
+// init makes l, a zero Lease, a lease on node.
+func (l *Lease) init(c Conn, node lockNode, release func(ctx context.Context) error) {
+	s := c.Session()
+	l.conn = c
+	l.token = node.czxid
+	l.session = node.session
+	l.timeout = time.Duration(s.TimeoutMs) * time.Millisecond
+	l.node = [1]string{node.path}
+	l.release = release
+	l.nodes = l.node[:]
 }
 
 // Token is the lease's fencing token (the lock node's czxid).
 func (l *Lease) Token() int64 { return l.token }
 
 // Nodes are the paths of the lock nodes the lease stands on.
-func (l *Lease) Nodes() []string { return append([]string(nil), l.nodes...) }
+func (l *Lease) Nodes() []string {
+	if len(l.nodes) == 1 {
+		// A lease on one node, as most are: a one-string array, without
+		// append's growth of a nil slice (a copy of every grant's nodes
+		// for the checks was 0.4% of an exploration).
+		return []string{l.nodes[0]}
+	}
+	return append([]string(nil), l.nodes...)
+}
 
 // SessionID is the session the lease was granted in.
 func (l *Lease) SessionID() int64 { return l.session }
@@ -405,7 +417,17 @@ func nodeRemoval(c Conn, node lockNode) *removal {
 // nodeLease returns a lease on node whose release deletes the node until
 // known gone, through the handle's removals.
 func nodeLease(c Conn, rs *removals, node lockNode) *Lease {
-	return removalLease(c, rs, node, nodeRemoval(c, node))
+	// The lease and its removal are one allocation: a grant made two.
+	lr := &leaseRemoval{r: removal{conn: c, node: node}}
+	lr.l.init(c, node, nil)
+	lr.l.rs, lr.l.removal = rs, &lr.r
+	return &lr.l
+}
+
+// leaseRemoval is a nodeLease's lease and removal, allocated together.
+type leaseRemoval struct {
+	l Lease
+	r removal
 }
 
 // removalLease returns a lease on node whose release settles r through
