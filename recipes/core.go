@@ -2,6 +2,7 @@ package recipes
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"path"
@@ -145,41 +146,52 @@ const protectedPrefix = "_c_"
 // after a create whose reply was lost; the session keeps a node of a dead
 // session from being adopted by the next one (CURATOR-498).
 func protectedPath(dir, guid string, session int64, kind string) string {
-	var b strings.Builder
-	b.Grow(len(dir) + 1 + protectedLen(guid, kind))
-	b.WriteString(dir)
-	b.WriteByte('/')
-	writeProtected(&b, guid, session, kind)
-	return b.String()
+	var buf [protectedPathBuf]byte
+	b := append(buf[:0], dir...)
+	b = append(b, '/')
+	return string(appendProtected(b, guid, session, kind))
 }
+
+// protectedPathBuf is the room on the stack a protected path is built in
+// (a lock's directory and a name of 60 bytes fit); a longer one is built
+// on the heap.
+const protectedPathBuf = 160
 
 // protectedTag is what every node of one create attempt starts with.
 func protectedTag(guid string, session int64) string {
-	var b strings.Builder
-	b.Grow(protectedLen(guid, ""))
-	writeProtected(&b, guid, session, "")
-	return b.String()
+	var buf [protectedPathBuf]byte
+	return string(appendProtected(buf[:0], guid, session, ""))
 }
 
-// protectedLen is the length of a protected name of guid and kind.
-func protectedLen(guid, kind string) int {
-	return len(protectedPrefix) + len(guid) + 1 + 16 + 1 + len(kind)
+// appendProtected appends protectedPrefix, guid, "-", the session as 16
+// hex digits, "-" and kind to b, so that a path is built in one
+// allocation, its string's (fmt's "%016x" makes several, and a name
+// joined to its directory one more, once per lock node; a
+// strings.Builder checked itself at each of the digits).
+func appendProtected(b []byte, guid string, session int64, kind string) []byte {
+	b = append(b, protectedPrefix...)
+	b = append(b, guid...)
+	b = append(b, '-')
+	b = binary.BigEndian.AppendUint64(b, hexWord(uint32(uint64(session)>>32)))
+	b = binary.BigEndian.AppendUint64(b, hexWord(uint32(session)))
+	b = append(b, '-')
+	return append(b, kind...)
 }
 
-// writeProtected writes protectedPrefix, guid, "-", the session as 16
-// hex digits, "-" and kind, so that a path is built in one allocation
-// (fmt's "%016x" makes several, and a name joined to its directory one
-// more, once per lock node).
-func writeProtected(b *strings.Builder, guid string, session int64, kind string) {
-	const digits = "0123456789abcdef"
-	b.WriteString(protectedPrefix)
-	b.WriteString(guid)
-	b.WriteByte('-')
-	for shift := 60; shift >= 0; shift -= 4 {
-		b.WriteByte(digits[uint64(session)>>shift&0xf])
-	}
-	b.WriteByte('-')
-	b.WriteString(kind)
+// hexWord is x's eight lowercase hex digits, the first the most
+// significant, as the bytes of a word from its highest down: all eight
+// at once, where a digit at a time was most of a protected name's making.
+func hexWord(x uint32) uint64 {
+	// Spread the nibbles out, one a byte: nibble k (from the lowest) to
+	// byte k.
+	v := uint64(x)
+	v = (v | v<<16) & 0x0000ffff0000ffff
+	v = (v | v<<8) & 0x00ff00ff00ff00ff
+	v = (v | v<<4) & 0x0f0f0f0f0f0f0f0f
+	// A byte past 9 carries into its high half when 6 is added: those
+	// digits are letters, 'a'-'0'-10 further on.
+	letters := (v + 0x0606060606060606) >> 4 & 0x0101010101010101
+	return v + 0x3030303030303030 + letters*('a'-'0'-10)
 }
 
 // A child is one lock node of a directory, parsed from its name.
