@@ -569,11 +569,19 @@ func (r *runner) checkOverlap(name string, lastStep uint64) CheckResult {
 		}
 		spans = append(spans, span{rec: l, start: l.acquireReturn, end: end})
 	}
-	slices.SortStableFunc(spans, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+	sortSpans(spans)
 	var active []span
 	for _, s := range spans {
-		active = slices.DeleteFunc(active, func(a span) bool { return a.end <= s.start })
-		active = append(active, s)
+		// The spans that ended by s's start leave, the others keep their
+		// order: DeleteFunc's, without its closure's call for each span
+		// and its clearing of the array's tail at each step.
+		kept := active[:0]
+		for _, a := range active {
+			if a.end > s.start {
+				kept = append(kept, a)
+			}
+		}
+		active = append(kept, s)
 		if len(active) > 1 {
 			// Who holds matters only to spans that overlap: one span
 			// is one holder, whoever it is.
@@ -608,6 +616,25 @@ func (r *runner) checkOverlap(name string, lastStep uint64) CheckResult {
 		return CheckResult{Name: name, Outcome: Pass, Detail: Plural(len(spans), "term")}
 	}
 	return CheckResult{Name: name, Outcome: Pass, Detail: Plural(len(spans), "lease")}
+}
+
+// sortSpans sorts spans by start, stably. They come in the order of the
+// acquires' calls, nearly that of their returns (their starts): an
+// insertion sort moves each a few places, where SortStableFunc's merges
+// called the comparison all along. Past insertionOrderMax spans,
+// SortStableFunc bounds the work whatever the order.
+func sortSpans(spans []span) {
+	if len(spans) > insertionOrderMax {
+		slices.SortStableFunc(spans, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+		return
+	}
+	for i := 1; i < len(spans); i++ {
+		s, j := spans[i], i
+		for ; j > 0 && spans[j-1].start > s.start; j-- { // past later starts only: stable
+			spans[j] = spans[j-1]
+		}
+		spans[j] = s
+	}
 }
 
 // waitedFor is what a client stuck in its acquire did: waited for the
@@ -721,14 +748,12 @@ func (r *runner) resumedBy(l *lockRec) *lockRec {
 	if !l.releaseCalled || len(l.lives) == 0 || l.lives[0] == nil {
 		return nil
 	}
-	after := false
-	for _, n := range r.hist.locks {
-		switch {
-		case n == l:
-			after = true
-		case after && n.client == l.client && n.granted && !n.reentered:
-			// A re-entered grant is inside this hold, not a resumption
-			// after it (lockOps skips it).
+	// The leases after l, from its place in the history: a look from the
+	// history's start, for every lease, was 0.3% of an exploration.
+	for _, n := range r.hist.locks[l.index+1:] {
+		// A re-entered grant is inside this hold, not a resumption after
+		// it (lockOps skips it).
+		if n.client == l.client && n.granted && !n.reentered {
 			if len(n.lives) > 0 && n.lives[0] == l.lives[0] {
 				return n
 			}

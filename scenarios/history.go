@@ -13,6 +13,8 @@ import (
 // lockRec is one lock cycle of one client: the acquire (invoked and
 // returned, with its token), and the release. Steps are the simulator's.
 type lockRec struct {
+	// index is the record's place in history.locks.
+	index             int
 	client            int
 	shared            bool
 	acquireCall       uint64
@@ -134,6 +136,7 @@ type markRec struct {
 }
 
 func (h *history) add(l lockRec) *lockRec {
+	l.index = len(h.locks)
 	p := h.lockChunk.add(l)
 	h.locks = append(h.locks, p)
 	return p
