@@ -203,7 +203,7 @@ func (r *runner) checkEnsembleZnodes(ops []sim.Operation, lastStep uint64, timeo
 // view moved to another member), it scans every lock directory a create
 // went to for new nodes and looks again at every live one. A life's
 // start and end are the steps at which the view first showed the change.
-func (t *serverTree) ensembleEvent(e sim.Event) {
+func (t *serverTree) ensembleEvent(e *sim.Event) {
 	if e.Kind == "apply" && (e.Op == "create" || e.Op == "createContainer" || e.Op == "createTTL") {
 		if t.addDir(t.dirOf(e.Path)) {
 			t.rescan = true // the next look scans it
@@ -270,7 +270,7 @@ func (t *serverTree) lookAtChanges(s *sim.Server, from uint64, w sim.Event, befo
 	if created != "" {
 		// The directory's one child without a life is the one created:
 		// every other was there at the last look, which gave it one.
-		if dir, _ := sim.SplitPath(created); t.dirs[dir] && t.lifeOf(created) == nil {
+		if dir, _ := sim.SplitPath(created); t.hasDir(dir) && t.lifeOf(created) == nil {
 			t.addLife(created, w, before)
 		}
 		return true

@@ -337,7 +337,7 @@ func (o *observer) TraceKinds() []string {
 
 // Event implements sim.TraceSink.
 func (o *observer) Event(e sim.Event) {
-	o.tree.event(e)
+	o.tree.event(&e)
 	if o.cov != nil {
 		o.cov.event(&e)
 	}

@@ -304,6 +304,7 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string, pr
 	r.store = &store{fenced: sc.Store == StoreFenced}
 	r.done = make([]bool, sc.Clients+1)
 	r.hist.reserve(sc.Clients * sc.Cycles)
+	r.obs.tree.reserve(sc.Clients * sc.Cycles)
 	// A lock cycle makes a create, and a client's first create may fail
 	// for want of the lock's directory, retries aside.
 	r.obs.creates = make([]createRec, 0, min(sc.Clients*(sc.Cycles+1), MaxLockCycles))
