@@ -28,15 +28,25 @@ var _ recipes.Conn = (*observedConn)(nil)
 // and returns its number. On a real server it first holds a paused
 // client and ends a crashed one's task. The count is where a fault found
 // on the simulator is anchored on a real server, which has no steps.
+//
+// The real server's work is out of line: every call of every client
+// begins here.
 func (c *observedConn) begin() int64 {
 	if c.r.real != nil {
-		c.r.real.gate(c.client)
+		return c.beginReal()
 	}
+	n := &c.r.obs.ops[c.client]
+	*n++
+	return *n
+}
+
+// beginReal is begin on a real server, whose clients' tasks run at once.
+func (c *observedConn) beginReal() int64 {
+	c.r.real.gate(c.client)
 	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
 	c.r.obs.ops[c.client]++
-	n := c.r.obs.ops[c.client]
-	c.r.mu.Unlock()
-	return n
+	return c.r.obs.ops[c.client]
 }
 
 // enter begins a data call, noting its request for a real server's
@@ -45,9 +55,14 @@ func (c *observedConn) enter(op, p string) int64 {
 	n := c.begin()
 	c.r.cov.setOp(c.client, op)
 	if c.r.real != nil {
-		c.r.real.event(sim.Event{Kind: "send", Client: c.client, Op: op, Path: p})
+		c.enterReal(op, p)
 	}
 	return n
+}
+
+// enterReal notes a request for a real server's trace.
+func (c *observedConn) enterReal(op, p string) {
+	c.r.real.event(sim.Event{Kind: "send", Client: c.client, Op: op, Path: p})
 }
 
 // leave ends data call n. On a real server it notes the reply, and the
@@ -57,14 +72,19 @@ func (c *observedConn) enter(op, p string) int64 {
 func (c *observedConn) leave(op, p string, err error, n int64) {
 	c.r.cov.setOp(c.client, "")
 	if c.r.real != nil {
-		e := sim.Event{Kind: "recv", Client: c.client, Op: op, Path: p}
-		if err != nil {
-			e.Err = err.Error()
-		}
-		c.r.real.event(e)
-		c.r.real.strike(c.client, n)
-		c.r.real.gate(c.client)
+		c.leaveReal(op, p, err, n)
 	}
+}
+
+// leaveReal is leave's work on a real server.
+func (c *observedConn) leaveReal(op, p string, err error, n int64) {
+	e := sim.Event{Kind: "recv", Client: c.client, Op: op, Path: p}
+	if err != nil {
+		e.Err = err.Error()
+	}
+	c.r.real.event(e)
+	c.r.real.strike(c.client, n)
+	c.r.real.gate(c.client)
 }
 
 // beginWait begins a sleep or a wait. On a real server the faults that
@@ -99,25 +119,25 @@ func (c *observedConn) Close() {
 func (c *observedConn) Create(ctx context.Context, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
 	n := c.enter("create", p)
 	if flags&zk.FlagEphemeral == 0 {
-		c.r.mu.Lock()
+		c.r.lock()
 		c.r.obs.persistentDirs[path.Dir(p)] = true
-		c.r.mu.Unlock()
+		c.r.unlock()
 	}
 	rec := createRec{client: c.client, session: c.Conn.Session().ID, path: p, call: c.r.step()}
 	name, err := c.Conn.Create(ctx, p, data, flags, acl)
 	rec.name, rec.err, rec.ret = name, err, c.r.step()
-	c.r.mu.Lock()
+	c.r.lock()
 	c.r.obs.creates = append(c.r.obs.creates, rec)
-	c.r.mu.Unlock()
+	c.r.unlock()
 	c.leave("create", p, err, n)
 	return name, err
 }
 
 func (c *observedConn) CreateContainer(ctx context.Context, p string, data []byte, flags int32, acl []zk.ACL) (string, error) {
 	n := c.enter("createContainer", p)
-	c.r.mu.Lock()
+	c.r.lock()
 	c.r.obs.persistentDirs[path.Dir(p)] = true
-	c.r.mu.Unlock()
+	c.r.unlock()
 	name, err := c.Conn.CreateContainer(ctx, p, data, flags, acl)
 	c.leave("createContainer", p, err, n)
 	return name, err
@@ -155,27 +175,27 @@ func (c *observedConn) ExistsW(ctx context.Context, p string) (bool, *zk.Stat, <
 	n := c.enter("exists", p)
 	ok, st, ch, err := c.Conn.ExistsW(ctx, p)
 	if err == nil && !ok && sequentialName(path.Base(p)) {
-		c.r.mu.Lock()
+		c.r.lock()
 		c.r.obs.deadWatches = append(c.r.obs.deadWatches, deadWatch{client: c.client, path: p, step: c.r.step(), time: c.r.now()})
-		c.r.mu.Unlock()
+		c.r.unlock()
 	}
 	c.leave("exists", p, err, n)
 	return ok, st, ch, err
 }
 
 func (c *observedConn) count(names []string) {
-	c.r.mu.Lock()
+	c.r.lock()
 	c.r.obs.childrenCalls++
 	for _, n := range names {
 		c.r.obs.bytesReturned += int64(len(n))
 	}
-	c.r.mu.Unlock()
+	c.r.unlock()
 }
 
 func (c *observedConn) countBytes(data []byte) {
-	c.r.mu.Lock()
+	c.r.lock()
 	c.r.obs.bytesReturned += int64(len(data))
-	c.r.mu.Unlock()
+	c.r.unlock()
 }
 
 func (c *observedConn) Children(ctx context.Context, p string) ([]string, *zk.Stat, error) {
@@ -264,9 +284,9 @@ func (c *observedConn) Wait(ctx context.Context, watches ...<-chan zk.Event) (zk
 	ev, err := c.Conn.Wait(ctx, watches...)
 	c.r.cov.setOp(c.client, "")
 	if c.r.real != nil && err == nil && ev.Type != zk.EventNotWatching && ev.Type != zk.EventSession && ev.Type != 0 {
-		c.r.mu.Lock()
+		c.r.lock()
 		c.r.obs.notifications++
-		c.r.mu.Unlock()
+		c.r.unlock()
 		c.r.real.event(sim.Event{Kind: "watch", Client: c.client, Op: ev.Type.String(), Path: ev.Path})
 	}
 	c.settle()

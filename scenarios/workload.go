@@ -213,16 +213,16 @@ func (w *Worker) acquire(ctx context.Context, call func(context.Context) (Lease,
 
 func (w *Worker) acquireSide(ctx context.Context, call func(context.Context) (Lease, error), shared bool) (*Held, error) {
 	r, i := w.r, w.client
-	r.mu.Lock()
+	r.lock()
 	l := r.hist.add(lockRec{client: i, shared: shared, acquireCall: r.step(), acquireCallTime: r.now()})
-	r.mu.Unlock()
+	r.unlock()
 	r.cov.setSection(i, PhaseAcquiring)
 	lease, err := call(ctx)
 	r.cov.setSection(i, PhaseIdle)
 	if err == nil && lease == nil {
 		err = errors.New("scenarios: Acquire returned neither a lease nor an error")
 	}
-	r.mu.Lock()
+	r.lock()
 	l.acquireReturn, l.acquireReturnTime, l.acquireErr, l.returned = r.step(), r.now(), err, true
 	if err == nil {
 		l.granted, l.token, l.session, l.nodes = true, lease.Token(), lease.SessionID(), lease.Nodes()
@@ -230,7 +230,7 @@ func (w *Worker) acquireSide(ctx context.Context, call func(context.Context) (Le
 		l.held = Held{Lease: lease, rec: l}
 		r.obs.tree.holdLives(l)
 	}
-	r.mu.Unlock()
+	r.unlock()
 	if r.real != nil {
 		r.real.settled(i)
 	}
@@ -247,50 +247,50 @@ func (w *Worker) acquireSide(ctx context.Context, call func(context.Context) (Le
 // store refuses a stale token, and a done ctx ends the section early.
 func (w *Worker) Update(ctx context.Context, held *Held) bool {
 	r, i, l := w.r, w.client, held.rec
-	r.mu.Lock()
+	r.lock()
 	u := r.hist.addUpdate(updateRec{client: i, token: l.token, readCall: r.step(), readCallTime: r.now()})
-	r.mu.Unlock()
+	r.unlock()
 	if w.conn.Sleep(ctx, storeLatencyMs*time.Millisecond) != nil {
 		return false
 	}
-	r.mu.Lock()
+	r.lock()
 	u.read, u.readOK = r.store.read(l.token)
 	u.readReturn, u.readReturnTime, u.readDone = r.step(), r.now(), true
 	ok := u.readOK
-	r.mu.Unlock()
+	r.unlock()
 	if !ok {
 		return false
 	}
 	if r.sc.Hold > 0 && w.conn.Sleep(ctx, r.sc.Hold) != nil {
 		return false
 	}
-	r.mu.Lock()
+	r.lock()
 	u.writeCall, u.writeCallTime = r.step(), r.now()
-	r.mu.Unlock()
+	r.unlock()
 	if w.conn.Sleep(ctx, storeLatencyMs*time.Millisecond) != nil {
 		return false
 	}
-	r.mu.Lock()
+	r.lock()
 	u.writeOK = r.store.write(i, l.token, u.read, r.step(), &r.last)
 	u.writeReturn, u.writeReturnTime, u.wrote = r.step(), r.now(), true
 	ok = u.writeOK
-	r.mu.Unlock()
+	r.unlock()
 	return ok
 }
 
 // Release gives held back, recording the call and its return.
 func (w *Worker) Release(ctx context.Context, held *Held) error {
 	r, i, l := w.r, w.client, held.rec
-	r.mu.Lock()
+	r.lock()
 	l.releaseCall, l.releaseCallTime, l.releaseCalled = r.step(), r.now(), true
-	r.mu.Unlock()
+	r.unlock()
 	r.cov.setSection(i, PhaseReleasing)
 	err := held.Lease.Release(ctx)
 	r.cov.setSection(i, PhaseIdle)
-	r.mu.Lock()
+	r.lock()
 	l.releaseErr = err
 	l.releaseReturn, l.releaseReturned = r.step(), true
-	r.mu.Unlock()
+	r.unlock()
 	return err
 }
 
