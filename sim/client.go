@@ -493,12 +493,13 @@ func (c *Client) nextXid() int32 {
 // transmit sends a request on the live connection. A request too large for
 // go-zookeeper's send buffer fails there and then, unsent.
 func (c *Client) transmit(p *pending) {
-	if packetLen(&p.req) > clientBufferBytes {
+	size := packetLen(&p.req)
+	if size > clientBufferBytes {
 		p.fail(zk.ErrShortBuffer)
 		return
 	}
 	c.inflight = append(c.inflight, p)
-	c.w.sendRequest(c.conn, &p.req, !p.wide)
+	c.w.sendRequest(c.conn, &p.req, size, !p.wide)
 	if c.w.trace.wants(kindSend) {
 		c.w.emit(Event{Kind: "send", Client: c.id, Session: c.sessionID, Op: p.req.Op.String(), Xid: p.req.Xid, Path: p.req.Path})
 	}

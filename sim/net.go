@@ -27,7 +27,13 @@ type wireMsg struct {
 	// basic fields alone (sendRequest): copying the whole message, some
 	// 400 bytes, for every call was a fortieth of BenchmarkSimThroughput.
 	// A message pushed whole leaves it false, which is always safe.
-	basic   bool
+	basic bool
+	// size is the request's packetLen as the client measured it before it
+	// sent it, which the server checks against jute.maxbuffer; 0 when not
+	// measured. Measuring it again there was some 30 instructions a
+	// request (BenchmarkSimThroughput). Nothing changes a request on its
+	// way.
+	size    int32
 	connect ConnectRequest
 	req     Request
 }
@@ -96,8 +102,9 @@ func (w *World) sendToServer(conn *netConn, m wireMsg) {
 // basic ones are zero (its call's record is not wide): into a slot whose
 // message was such a request too, only the basic fields are written, the
 // others being zero already (TestSendRequestIsWholeWrite).
-func (w *World) sendRequest(conn *netConn, req *Request, basic bool) {
+func (w *World) sendRequest(conn *netConn, req *Request, size int, basic bool) {
 	m := conn.toServer.pushSlot()
+	m.size = int32(size)
 	if basic && m.basic {
 		m.kind = wireRequest
 		r := &m.req
@@ -442,7 +449,7 @@ func (w *World) deliverToServer(conn *netConn) {
 			w.ens.receive(w.nowMs(), conn.id, &m.req)
 			break
 		}
-		w.server.receiveOn(w.nowMs(), conn.id, sessID, &m.req)
+		w.server.receiveOn(w.nowMs(), conn.id, sessID, &m.req, int(m.size))
 	case wireFin:
 		w.disconnectServer(conn.id)
 		w.emit(Event{Kind: "server", Client: c.number(), Detail: fmt.Sprintf("conn%d closed by the client", conn.id)})

@@ -22,11 +22,11 @@ func TestSendRequestIsWholeWrite(t *testing.T) {
 			switch rapid.IntRange(0, 9).Draw(t, "what") {
 			case 0, 1, 2, 3:
 				req := drawBasicRequest(t)
-				w.sendRequest(conn, &req, true)
+				w.sendRequest(conn, &req, 0, true)
 				want = append(want, wireMsg{kind: wireRequest, req: req})
 			case 4:
 				req := drawWideRequest(t)
-				w.sendRequest(conn, &req, false)
+				w.sendRequest(conn, &req, 0, false)
 				want = append(want, wireMsg{kind: wireRequest, req: req})
 			case 5:
 				m := wireMsg{kind: wireConnect, connect: ConnectRequest{SessionID: rapid.Int64().Draw(t, "session"), Passwd: []byte("pw"), TimeoutMs: 10, LastZxidSeen: 3}}

@@ -14,7 +14,8 @@ const (
 func juteString(s string) int { return 4 + len(s) }
 
 // The sizes take the request by pointer: a Request is some 350 bytes,
-// and these run on every request twice (client and server).
+// and these run on every request (the client measures it, and the
+// server takes the client's measure: wireMsg.size).
 func packetLen(req *Request) int {
 	return requestHeaderBytes + bodyLen(req)
 }

@@ -647,16 +647,21 @@ func (s *Server) receive(nowMs int64, conn ConnID, req *Request) {
 	if !ok {
 		panic(fmt.Sprintf("sim: request on closed connection %d", conn))
 	}
-	s.receiveOn(nowMs, conn, id, req)
+	s.receiveOn(nowMs, conn, id, req, 0)
 }
 
 // receiveOn is receive for a caller that has looked the connection up
 // already: it is open, bound to session id (s.conns[conn], 0 for none).
 // The world looks it up to know whether the connection is open before it
 // delivers a request, and handed the answer on rather than have receive
-// look again (a map lookup, some 35 instructions a request).
-func (s *Server) receiveOn(nowMs int64, conn ConnID, id int64, req *Request) {
-	if packetLen(req) > s.cfg.MaxPacketBytes || crashesServer(req) {
+// look again (a map lookup, some 35 instructions a request). size is the
+// request's packetLen when the caller has measured it (the sending client
+// has), or 0.
+func (s *Server) receiveOn(nowMs int64, conn ConnID, id int64, req *Request, size int) {
+	if size == 0 {
+		size = packetLen(req)
+	}
+	if size > s.cfg.MaxPacketBytes || crashesServer(req) {
 		// NIOServerCnxn reads the length first and closes the connection
 		// on a "Len error": the request is never read, nothing is answered.
 		s.dropConn(conn)
