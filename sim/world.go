@@ -99,15 +99,15 @@ type World struct {
 	// look at them again until it moves (watchWait.ready).
 	channelChanges uint64
 
-	current           *task // the task holding the baton, nil for the Run caller
-	main              *task // the Run caller, as a pseudo-task
-	run               runWait
+	current *task // the task holding the baton, nil for the Run caller
+	main    *task // the Run caller, as a pseudo-task
+	run     runWait
 	// askMain says the scheduler must ask main's waiter whether the Run
 	// caller may go on: set wherever that may have changed (a run starts
 	// or fails, virtual time moves, a task ends, the world closes), and
 	// for good while the waiter is not run (Close's). Asking it at every
 	// step was some 12 instructions of each.
-	askMain bool
+	askMain           bool
 	baton             *task // whom a task that gave control back to the driver hands the baton to
 	stopErr           error
 	running           bool
