@@ -159,13 +159,14 @@ func (r *Run) execACL(ctx context.Context, op Op, c recipes.Conn) string {
 	switch op.Kind {
 	case AddAuth:
 		scheme, auth := op.Cred.schemeAuth()
-		seen, sent := c.Session(), r.setWatchesSent(op.Client)
+		seen := c.Session()
 		err := a.AddAuth(ctx, scheme, auth)
 		if err != zk.ErrAuthFailed {
 			return errText(err)
 		}
 		// The server closed the connection after its answer: wait for
-		// the client to see that, then for its new connection.
+		// the client to see that, then for its new connection (the next
+		// step waits for go-zookeeper to finish starting it).
 		if seen.Connected() {
 			wctx, cancel := c.WithTimeout(ctx, sessionWaitMax)
 			_, werr := c.WaitSession(wctx, seen)
@@ -174,9 +175,7 @@ func (r *Run) execACL(ctx context.Context, op Op, c recipes.Conn) string {
 				return errText(err) + " then " + errText(werr)
 			}
 		}
-		out := errText(err) + " then " + r.waitSession(ctx, op.Client, c)
-		r.awaitWatchesResent(op.Client, sent)
-		return out
+		return errText(err) + " then " + r.waitSession(ctx, op.Client, c)
 	case GetACL:
 		acl, stat, err := a.GetACL(ctx, p)
 		return fmt.Sprintf("%s %s %s", aclText(acl), r.stat(stat), errText(err))

@@ -179,15 +179,22 @@ func DialRealFrom(t testing.TB, addr string, locals []netip.Addr, sessionTimeout
 // Clients is the number of clients.
 func (b *RealBackend) Clients() int { return len(b.Conns) }
 
-// Do runs fn on client i.
+// Do runs fn on client i, once go-zookeeper has finished starting the
+// client's connection (awaitStarted).
 func (b *RealBackend) Do(i int, fn func(ctx context.Context, c recipes.Conn)) error {
+	if err := b.awaitStarted(i); err != nil {
+		return err
+	}
 	fn(context.Background(), b.Conns[i])
 	return nil
 }
 
-// Close closes every client (again: Close is idempotent).
+// Close closes every client (again: Close is idempotent), each once
+// go-zookeeper has finished starting its connection: the reply to its
+// closeSession is a reply like any other (awaitStarted).
 func (b *RealBackend) Close() {
-	for _, c := range b.Conns {
+	for i, c := range b.Conns {
+		_ = b.awaitStarted(i) // a client that does not start is closed all the same
 		c.Close()
 	}
 }

@@ -165,7 +165,6 @@ func wireTranscripts(t TB, realAddr string, srv wireServer, seq Sequence) (realL
 		t.Fatalf("wire over TCP: %v", err)
 	}
 	defer tb.Close()
-	time.Sleep(goZkSettle)
 	through["wire over TCP"] = runOn(t, "wire over TCP", &wireBackend{tb, srv.Server}, seq, newRoot())
 
 	if proxyTB(t, seq) == nil {
@@ -185,20 +184,12 @@ func wireTranscripts(t TB, realAddr string, srv wireServer, seq Sequence) (realL
 	return realLines, through
 }
 
-// goZkSettle is how long a client is left alone after its handshake:
-// zk.Conn reports the session before its loop goroutine calls
-// sendSetWatches, which reads the watches and lastZxid that its receive
-// loop writes without a lock, so a watch set at once is a data race inside
-// go-zookeeper that a fast server (the wire server, over net.Pipe above
-// all) lets the race detector see.
-const goZkSettle = 20 * time.Millisecond
-
+// waitConnected waits until c has a session; the backend's Do waits for
+// go-zookeeper to finish starting the connection (awaitStarted).
 func waitConnected(c *zkconn.Conn) error {
 	ctx, cancel := context.WithTimeout(context.Background(), sessionWaitMax)
 	defer cancel()
-	err := c.WaitConnected(ctx)
-	time.Sleep(goZkSettle)
-	return err
+	return c.WaitConnected(ctx)
 }
 
 // checkWire fails t at the first difference between the real server's
