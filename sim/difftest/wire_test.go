@@ -307,16 +307,7 @@ func TestACLCasesThroughWire(t *testing.T) {
 
 // TestDifferentialACLThroughWire runs TestDifferentialACL's random
 // access-control sequences through the wire against the real server.
-//
-// Under -race it is skipped, as TestFaultsThroughWire is: in a make test
-// of stop 26 one of its random sequences still tripped go-zookeeper's own
-// race on a reconnect (conn.go:614/849) past the setWatches wait of
-// execACL, on a reconnect not yet found. TestACLCasesThroughWire keeps
-// the measured cases under -race.
 func TestDifferentialACLThroughWire(t *testing.T) {
-	if raceDetector {
-		t.Skip("go-zookeeper's own data race on reconnect (conn.go:614/849) trips the race detector; run without -race")
-	}
 	real := zktest.Shared(t)
 	srv := sharedWire(t)
 	var stats aclCoverage
