@@ -393,8 +393,7 @@ func (w *World) deliverToServer(conn *netConn) {
 	c := conn.client
 	// A standalone server's connection is looked up once: whether it is
 	// open, and its session, which receiveOn takes (nothing in between
-	// touches the server's connections but, conceivably, the trace's sink,
-	// the caller's code: see below).
+	// touches the server's connections: a TraceSink changes nothing).
 	var sessID int64
 	var open bool
 	if w.ens == nil {
@@ -433,17 +432,7 @@ func (w *World) deliverToServer(conn *netConn) {
 			if w.ens != nil {
 				e.Detail = memberName(w.ens.ServerOf(conn.id))
 			}
-			n := 0
-			if w.ens == nil {
-				n = len(w.server.conns)
-			}
 			w.emit(e)
-			if w.ens == nil && len(w.server.conns) != n {
-				// The sink opened or closed a connection of the server:
-				// receive looks this one up again, as it did before.
-				w.server.receive(w.nowMs(), conn.id, &m.req)
-				break
-			}
 		}
 		if w.ens != nil {
 			w.ens.receive(w.nowMs(), conn.id, &m.req)

@@ -75,7 +75,12 @@ func formatVirtual(d time.Duration) string {
 	return fmt.Sprintf("%6d.%03ds", ms/1000, ms%1000)
 }
 
-// A TraceSink receives trace events as they happen.
+// A TraceSink receives trace events as they happen. Event is called in
+// the middle of a step, on the goroutine that runs the world: it may read
+// the world and its servers (scenarios' observer looks nodes up), but it
+// must change nothing, neither call a client nor start, fault or run
+// anything, for the step goes on after it from what it had looked up
+// before (World.deliverToServer's connection and session).
 type TraceSink interface {
 	Event(e Event)
 }
