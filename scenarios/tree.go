@@ -71,11 +71,10 @@ type serverTree struct {
 	// live indexes alive by path once it holds more than aliveScanMax
 	// lives (nil until then).
 	live map[string]*znodeLife
-	dirs map[string]bool // directories a create went to
-	// dirList is the keys of dirs in order, kept as they change: on an
-	// ensemble it is walked whenever the view moves, and sorting it each
-	// time was a tenth of an exploration. Scanning the directories in
-	// order orders the lives the scan finds.
+	// dirList is the directories a create went to, in order, kept as
+	// they change: on an ensemble it is walked whenever the view moves,
+	// and sorting them each time was a tenth of an exploration. Scanning
+	// the directories in order orders the lives the scan finds.
 	dirList []string
 	scratch []*znodeLife
 	// pathBuf is where scanChild builds a child's path to look it up,
@@ -105,7 +104,7 @@ type serverTree struct {
 }
 
 func newServerTree() *serverTree {
-	return &serverTree{dirs: map[string]bool{}}
+	return &serverTree{}
 }
 
 // reserve makes room for the lives of a run of n lock cycles, a node
@@ -380,27 +379,20 @@ func (t *serverTree) lifeAt(p string, step uint64) *znodeLife {
 // addDir notes a directory a create went to, and reports whether it is
 // new.
 func (t *serverTree) addDir(dir string) bool {
-	if t.hasDir(dir) {
+	i, ok := slices.BinarySearch(t.dirList, dir)
+	if ok {
 		return false
 	}
-	t.dirs[dir] = true
-	insertSorted(&t.dirList, dir)
+	t.dirList = slices.Insert(t.dirList, i, dir)
 	return true
 }
 
-// hasDir reports whether a create went to dir: a walk of the few
-// directories a run has (the lock's and its parents), comparing lengths
-// first, where a map hashed the directory's path after every create.
+// hasDir reports whether a create went to dir: a binary search of the
+// few directories a run has (the lock's and its parents), where a map
+// beside them hashed the directory's path after every create.
 func (t *serverTree) hasDir(dir string) bool {
-	if len(t.dirList) > aliveScanMax {
-		return t.dirs[dir]
-	}
-	for _, d := range t.dirList {
-		if len(d) == len(dir) && d == dir {
-			return true
-		}
-	}
-	return false
+	_, ok := slices.BinarySearch(t.dirList, dir)
+	return ok
 }
 
 // dirPaths is the directories creates went to, in order, as they stand
@@ -413,13 +405,6 @@ func (t *serverTree) dirPaths() []string { return t.dirList }
 func (t *serverTree) aliveNow() []*znodeLife {
 	t.scratch = append(t.scratch[:0], t.alive...)
 	return t.scratch
-}
-
-// insertSorted adds s to the sorted list unless it has it.
-func insertSorted(list *[]string, s string) {
-	if i, ok := slices.BinarySearch(*list, s); !ok {
-		*list = slices.Insert(*list, i, s)
-	}
 }
 
 func sortedKeys[V any](m map[string]V) []string {
