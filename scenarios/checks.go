@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -569,7 +568,7 @@ func (r *runner) checkOverlap(name string, lastStep uint64) CheckResult {
 		}
 		spans = append(spans, span{rec: l, start: l.acquireReturn, end: end})
 	}
-	sortSpans(spans)
+	sortNearlyOrdered(spans, func(s *span) uint64 { return s.start }) // in the order of the acquires' calls, nearly that of their starts
 	var active []span
 	for _, s := range spans {
 		// The spans that ended by s's start leave, the others keep their
@@ -616,25 +615,6 @@ func (r *runner) checkOverlap(name string, lastStep uint64) CheckResult {
 		return CheckResult{Name: name, Outcome: Pass, Detail: Plural(len(spans), "term")}
 	}
 	return CheckResult{Name: name, Outcome: Pass, Detail: Plural(len(spans), "lease")}
-}
-
-// sortSpans sorts spans by start, stably. They come in the order of the
-// acquires' calls, nearly that of their returns (their starts): an
-// insertion sort moves each a few places, where SortStableFunc's merges
-// called the comparison all along. Past insertionOrderMax spans,
-// SortStableFunc bounds the work whatever the order.
-func sortSpans(spans []span) {
-	if len(spans) > insertionOrderMax {
-		slices.SortStableFunc(spans, func(a, b span) int { return cmp.Compare(a.start, b.start) })
-		return
-	}
-	for i := 1; i < len(spans); i++ {
-		s, j := spans[i], i
-		for ; j > 0 && spans[j-1].start > s.start; j-- { // past later starts only: stable
-			spans[j] = spans[j-1]
-		}
-		spans[j] = s
-	}
 }
 
 // waitedFor is what a client stuck in its acquire did: waited for the

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -51,47 +52,53 @@ func legalInReturnOrder(m porcupine.Model, ops []porcupine.Operation) bool {
 }
 
 // returnOrder appends to order the indices 0..n-1 sorted by ret, stably.
+// Each return is read once, kept beside its index while they are sorted.
 func returnOrder(order []int32, n int, ret func(i int) int64) []int32 {
-	from := len(order)
+	var buf [insertionOrderMax]retIndex
+	keyed := buf[:0]
+	if n > len(buf) {
+		keyed = make([]retIndex, 0, n)
+	}
 	for i := range n {
-		order = append(order, int32(i))
+		keyed = append(keyed, retIndex{ret(i), int32(i)})
 	}
-	if n <= insertionOrderMax {
-		// A run's operations come nearly in return order (an acquire
-		// returns in call order; a release is a few places late): an
-		// insertion sort on the returns, read once, moves each a few
-		// places, where SortStableFunc's merges called the comparison,
-		// and it ret, all along (0.5% of an exploration).
-		var buf [insertionOrderMax]int64
-		rets, idx := buf[:n], order[from:]
-		for i := range rets {
-			rets[i] = ret(i)
-		}
-		for i := 1; i < n; i++ {
-			r, o, j := rets[i], idx[i], i
-			for ; j > 0 && rets[j-1] > r; j-- { // past greater returns only: stable
-				rets[j], idx[j] = rets[j-1], idx[j-1]
-			}
-			rets[j], idx[j] = r, o
-		}
-		return order
+	// A run's operations come nearly in return order: an acquire returns
+	// in call order, a release a few places late.
+	sortNearlyOrdered(keyed, func(k *retIndex) int64 { return k.ret })
+	for _, k := range keyed {
+		order = append(order, k.i)
 	}
-	slices.SortStableFunc(order[from:], func(a, b int32) int {
-		ra, rb := ret(int(a)), ret(int(b))
-		switch {
-		case ra < rb:
-			return -1
-		case ra > rb:
-			return 1
-		}
-		return 0
-	})
 	return order
 }
 
-// insertionOrderMax is the most operations returnOrder sorts by
+// retIndex is an operation's index with its return.
+type retIndex struct {
+	ret int64
+	i   int32
+}
+
+// sortNearlyOrdered sorts s by key, stably, for a slice that comes nearly
+// in order (a run's operations by return, its leases' spans by start):
+// an insertion sort moves each element a few places, where
+// SortStableFunc's merges called the comparison all along (0.5% of an
+// exploration). Past insertionOrderMax elements, SortStableFunc bounds
+// the work whatever the order.
+func sortNearlyOrdered[T any, K cmp.Ordered](s []T, key func(*T) K) {
+	if len(s) > insertionOrderMax {
+		slices.SortStableFunc(s, func(a, b T) int { return cmp.Compare(key(&a), key(&b)) })
+		return
+	}
+	for i := 1; i < len(s); i++ {
+		v, k, j := s[i], key(&s[i]), i
+		for ; j > 0 && key(&s[j-1]) > k; j-- { // past greater keys only: stable
+			s[j] = s[j-1]
+		}
+		s[j] = v
+	}
+}
+
+// insertionOrderMax is the most elements sortNearlyOrdered sorts by
 // insertion: a history of a few hundred operations, nearly in order.
-// Past it, SortStableFunc bounds the work whatever the order.
 const insertionOrderMax = 512
 
 // typedOp is one operation of a history before porcupine boxes its input
