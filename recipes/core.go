@@ -3,6 +3,7 @@ package recipes
 import (
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path"
@@ -172,26 +173,11 @@ func appendProtected(b []byte, guid string, session int64, kind string) []byte {
 	b = append(b, protectedPrefix...)
 	b = append(b, guid...)
 	b = append(b, '-')
-	b = binary.BigEndian.AppendUint64(b, hexWord(uint32(uint64(session)>>32)))
-	b = binary.BigEndian.AppendUint64(b, hexWord(uint32(session)))
+	var word [8]byte
+	binary.BigEndian.PutUint64(word[:], uint64(session))
+	b = hex.AppendEncode(b, word[:]) // lowercase, two digits a byte: %016x
 	b = append(b, '-')
 	return append(b, kind...)
-}
-
-// hexWord is x's eight lowercase hex digits, the first the most
-// significant, as the bytes of a word from its highest down: all eight
-// at once, where a digit at a time was most of a protected name's making.
-func hexWord(x uint32) uint64 {
-	// Spread the nibbles out, one a byte: nibble k (from the lowest) to
-	// byte k.
-	v := uint64(x)
-	v = (v | v<<16) & 0x0000ffff0000ffff
-	v = (v | v<<8) & 0x00ff00ff00ff00ff
-	v = (v | v<<4) & 0x0f0f0f0f0f0f0f0f
-	// A byte past 9 carries into its high half when 6 is added: those
-	// digits are letters, 'a'-'0'-10 further on.
-	letters := (v + 0x0606060606060606) >> 4 & 0x0101010101010101
-	return v + 0x3030303030303030 + letters*('a'-'0'-10)
 }
 
 // A child is one lock node of a directory, parsed from its name.
