@@ -96,7 +96,9 @@ func (s *Server) EachChild(path string, fn func(name string)) bool {
 		return false
 	}
 	if n.children != nil {
-		n.children.each(fn)
+		for name := range n.children.all() {
+			fn(name)
+		}
 	}
 	return true
 }

@@ -233,16 +233,6 @@ func (s *javaSet) removeHashed(name string, hash uint32) bool {
 	return false
 }
 
-// each calls fn with each member in Java's iteration order. fn must not
-// change the set.
-func (s *javaSet) each(fn func(name string)) {
-	for _, head := range s.heads {
-		for i := head; i != 0; i = s.entries[i-1].next {
-			fn(s.entries[i-1].name)
-		}
-	}
-}
-
 // all yields each member and the hash the set holds for it, in Java's
 // iteration order. The loop must not change the set.
 func (s *javaSet) all() iter.Seq2[string, uint32] {
@@ -378,11 +368,11 @@ func javaHash8(x uint64) uint32 {
 // closing session's ephemerals are deleted in this order (measured on
 // ZooKeeper 3.8.0).
 func (s *javaSet) clonedOrder() []string {
-	names := s.ordered()
-	mask := uint32(javaCopyCapacity(len(names)) - 1)
-	buckets := make([]uint32, len(names))
-	for i, name := range names {
-		buckets[i] = javaSpreadHash(name) & mask
+	mask := uint32(javaCopyCapacity(s.size) - 1)
+	names, buckets := make([]string, 0, s.size), make([]uint32, 0, s.size)
+	for name, hash := range s.all() { // the hashes the set holds: none hashed again
+		names = append(names, name)
+		buckets = append(buckets, hash&mask)
 	}
 	index := make([]int, len(names))
 	for i := range index {
