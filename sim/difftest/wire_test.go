@@ -258,7 +258,17 @@ func TestRegressionsThroughWire(t *testing.T) {
 // TestFaultsThroughWire compares what clients see after each fault of
 // TestFaults, the wire.Server against a real ZooKeeper, both behind the
 // same fault proxies.
+//
+// Not under the race detector: go-zookeeper v1.0.4 reads lastZxid in
+// sendSetWatches after a reconnect while its new receive loop writes it
+// (conn.go:614 and :849, no lock), and the wire server answers fast enough
+// for the detector to catch it every few runs. The race is the client
+// library's; make test's -race run leaves these cases to TestFaults, and
+// `go test ./sim/difftest -run ThroughWire` runs them.
 func TestFaultsThroughWire(t *testing.T) {
+	if raceDetector {
+		t.Skip("go-zookeeper's own data race on reconnect (conn.go:614/849) trips the race detector; run without -race")
+	}
 	real := zktest.Shared(t)
 	srv := sharedWire(t)
 	for _, tc := range faultCases() {
