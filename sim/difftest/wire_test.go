@@ -259,15 +259,17 @@ func TestRegressionsThroughWire(t *testing.T) {
 // TestFaults, the wire.Server against a real ZooKeeper, both behind the
 // same fault proxies.
 //
-// Not under the race detector: go-zookeeper v1.0.4 reads lastZxid in
-// sendSetWatches after a reconnect while its new receive loop writes it
-// (conn.go:614 and :849, no lock), and the wire server answers fast enough
-// for the detector to catch it every few runs. The race is the client
-// library's; make test's -race run leaves these cases to TestFaults, and
-// `go test ./sim/difftest -run ThroughWire` runs them.
+// Not under the race detector. go-zookeeper v1.0.4's own lastZxid race on
+// a reconnect (conn.go:614 and :849), which kept it out before, is waited
+// out now (awaitStarted); but under -race, in one make test, the
+// partition-expire case's wire-server transcript changed between two
+// runs, a zxid two transactions later than the real server's, a timing
+// dependence of the wire mode not yet understood. `go test ./sim/difftest
+// -run ThroughWire` runs these cases, and TestFaults runs them on the
+// simulator under -race.
 func TestFaultsThroughWire(t *testing.T) {
 	if raceDetector {
-		t.Skip("go-zookeeper's own data race on reconnect (conn.go:614/849) trips the race detector; run without -race")
+		t.Skip("under -race its partition-expire case's wire transcript once changed between runs (not understood yet); run without -race")
 	}
 	real := zktest.Shared(t)
 	srv := sharedWire(t)
