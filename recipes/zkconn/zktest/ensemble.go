@@ -522,7 +522,24 @@ func (e *Ensemble) Restart(id int) error {
 
 // Pause stops server id's processes with SIGSTOP: it keeps its sockets
 // open and answers nothing, to clients and peers alike, until Resume.
-func (e *Ensemble) Pause(id int) error { return e.Member(id).signal(syscall.SIGSTOP) }
+// It returns once every thread of them has stopped (waitGroupStopped).
+func (e *Ensemble) Pause(id int) error {
+	m := e.Member(id)
+	m.mu.Lock()
+	s := m.srv
+	m.mu.Unlock()
+	if s == nil {
+		return fmt.Errorf("zktest: server %d is not running", m.ID)
+	}
+	pgid := s.cmd.Process.Pid
+	if err := syscall.Kill(-pgid, syscall.SIGSTOP); err != nil {
+		return err
+	}
+	if err := waitGroupStopped(pgid, pauseWaitMax); err != nil {
+		return fmt.Errorf("zktest: pausing server %d: %w", id, err)
+	}
+	return nil
+}
 
 // Resume continues a paused server (SIGCONT).
 func (e *Ensemble) Resume(id int) error { return e.Member(id).signal(syscall.SIGCONT) }
