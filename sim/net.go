@@ -397,7 +397,7 @@ func (w *World) deliverToServer(conn *netConn) {
 	var sessID int64
 	var open bool
 	if w.ens == nil {
-		sessID, open = w.server.conns[conn.id]
+		sessID, open = w.server.connOf(conn.id)
 	} else {
 		open = w.ens.HasConn(conn.id)
 	}

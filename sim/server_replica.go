@@ -228,7 +228,7 @@ func (s *Server) PrepRequest(nowMs int64, conn ConnID, session int64, auth []aut
 // prepRequest is PrepRequest with the request by pointer (Server.receive);
 // it keeps no pointer to req.
 func (s *Server) prepRequest(nowMs int64, conn ConnID, session int64, auth []authID, req *Request) (*TxnRecord, Response) {
-	s.conns[conn] = session
+	s.setConn(conn, session)
 	if s.auth == nil {
 		s.auth = make(map[ConnID]*connAuth)
 	}
@@ -353,7 +353,7 @@ func (s *Server) ApplyRecord(r *TxnRecord) {
 		s.touch(r.TimeMs, sess)
 		if onThis && s.conns[r.Conn] == 0 {
 			sess.conn = r.Conn
-			s.conns[r.Conn] = r.Session
+			s.setConn(r.Conn, r.Session)
 		}
 		s.commit(t)
 		if sess.conn != 0 {

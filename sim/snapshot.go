@@ -142,7 +142,7 @@ func RestoreServer(snapshot []byte) (*Server, error) {
 		})
 	}
 	for _, c := range st.Conns {
-		s.conns[c.ID] = c.Session
+		s.setConn(c.ID, c.Session)
 		if c.HasAuth {
 			if s.auth == nil {
 				s.auth = make(map[ConnID]*connAuth)

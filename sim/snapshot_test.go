@@ -279,6 +279,8 @@ func TestSnapshotKnowsEveryServerField(t *testing.T) {
 		"sessionsByID",
 		// the session of the last request, which the next looks up again
 		"lastSession",
+		// the last connection looked up, which the next lookup asks the table for again
+		"connHint",
 		// a leader's prep server's, which is never snapshotted
 		"prep", "prepWrite",
 	}
