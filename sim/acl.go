@@ -617,12 +617,16 @@ func (s *Server) callingAuth() *connAuth {
 }
 
 // allowed reports whether the caller has perm on a node with ACL id. The
-// table answers for ACLs that grant it to everyone; the rest go through
-// checkACL with the caller's ids.
+// table answers for ACLs that grant it to everyone, inline where allowed
+// is called (the call was some 8 instructions of each check, two a
+// write); the rest go through checkACL with the caller's ids
+// (allowedByList).
 func (s *Server) allowed(id aclID, perm int32) bool {
-	if s.acls.world[id]&perm != 0 {
-		return true
-	}
+	return s.acls.world[id]&perm != 0 || s.allowedByList(id, perm)
+}
+
+// allowedByList is allowed for an ACL that does not grant perm to everyone.
+func (s *Server) allowedByList(id aclID, perm int32) bool {
 	return checkACL(s.acls.lists[id], perm, s.callerIDs())
 }
 
