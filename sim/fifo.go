@@ -21,6 +21,11 @@ type fifo[T any] struct {
 
 func (q *fifo[T]) len() int { return len(q.items) - q.head }
 
+// nonEmpty is len() > 0 in one load: a queue that empties is rewound (pop,
+// drop, clear), so its slice is empty exactly when the queue is. The
+// scheduler asks it of every connection's two queues at every step.
+func (q *fifo[T]) nonEmpty() bool { return len(q.items) > 0 }
+
 func (q *fifo[T]) push(v T) {
 	q.compactIfFull()
 	q.items = append(q.items, v)

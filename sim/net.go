@@ -282,7 +282,7 @@ func (w *World) enumerate() []Step {
 	for _, conn := range w.conns {
 		// Most connections have nothing on their way: their queues are
 		// looked at before their client.
-		toServer, toClient := conn.toServer.len() > 0, conn.toClient.len() > 0
+		toServer, toClient := conn.toServer.nonEmpty(), conn.toClient.nonEmpty()
 		if !toServer && !toClient {
 			continue
 		}
@@ -311,7 +311,8 @@ func (w *World) enumerate() []Step {
 // checkUnwoken asserts that no blocked task that nothing has woken is
 // ready: enumerate does not ask them (task.await), and checks the claim
 // every 64 steps. It checks then too the marks of the to-server queues'
-// slots (checkWireSlots), the step limit (World.stepLimit), that Run's
+// slots (checkWireSlots), that every connection's queues that are empty
+// are rewound (fifo.nonEmpty), the step limit (World.stepLimit), that Run's
 // waiter is ready only if World.askMain says to ask it, and the
 // ensemble's marks of what it could do next (Ensemble.checkStepMasks),
 // as enumerate lists its steps from them.
@@ -322,6 +323,11 @@ func (w *World) checkUnwoken() {
 		}
 	}
 	w.checkWireSlots()
+	for _, conn := range w.conns {
+		if conn.toServer.nonEmpty() != (conn.toServer.len() > 0) || conn.toClient.nonEmpty() != (conn.toClient.len() > 0) {
+			panic(fmt.Sprintf("sim: invariant: conn%d has a queue emptied but not rewound", conn.id))
+		}
+	}
 	if w.stepLimit != w.stepLimitNow() {
 		panic(fmt.Sprintf("sim: invariant: step limit %d at %v, want %d", w.stepLimit, w.Now(), w.stepLimitNow()))
 	}
@@ -346,14 +352,14 @@ func (w *World) checkUnwoken() {
 // step, so it nearly always has room.
 func addStep(e *[]Step) *Step {
 	n := len(*e)
-	if n == cap(*e) {
-		*e = append(*e, Step{})
-		return &(*e)[n]
+	if n < cap(*e) { // (not n == cap: this way the compiler sees n+1 <= cap)
+		*e = (*e)[:n+1]
+		st := &(*e)[:n+1][n]
+		*st = Step{}
+		return st
 	}
-	*e = (*e)[:n+1]
-	st := &(*e)[n]
-	*st = Step{}
-	return st
+	*e = append(*e, Step{})
+	return &(*e)[n]
 }
 
 // take performs one step other than running a task. It reads st before
