@@ -26,6 +26,9 @@ func (c *Client) callable(ctx context.Context) error {
 	if c.closing {
 		return zk.ErrConnectionClosed
 	}
+	if ctx == taskCtx {
+		return nil // no deadline, never ends
+	}
 	if err := checkContext(ctx); err != nil {
 		return err
 	}
@@ -790,10 +793,13 @@ type sleep struct {
 func (s *sleep) ready() bool { return s.woke || s.ctxCanEnd && s.ctx.Err() != nil || s.c.crashed }
 
 // canEnd reports whether ctx can ever be done. A waiter asked by the
-// scheduler asked its context each time; a task's own context,
-// context.Background, never ends, and asking it was 1% of an exploration.
-// A waiter whose context can end is asked at every step (task.await).
-func canEnd(ctx context.Context) bool { return ctx != context.Background() }
+// scheduler asked its context each time; a task's own context (taskCtx),
+// or context.Background, never ends, and asking it was 1% of an
+// exploration. A waiter whose context can end is asked at every step
+// (task.await).
+func canEnd(ctx context.Context) bool {
+	return ctx != context.Context(taskCtx) && ctx != context.Background()
+}
 
 // WithTimeout is context.WithTimeout in virtual time.
 func (c *Client) WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {

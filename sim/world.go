@@ -307,7 +307,7 @@ func (w *World) runTask(t *task, fn func(ctx context.Context)) {
 	if t.killed {
 		return
 	}
-	fn(context.Background())
+	fn(taskCtx)
 	t.finished = true
 }
 
