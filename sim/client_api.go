@@ -168,11 +168,20 @@ func (c *Client) sendCall(p *pending, onReply func(error), onOK, onNoNode watchT
 
 // begin records the invocation of an operation in the history, when the
 // world keeps one; it returns a scratch record otherwise.
+//
+// A call neither kept nor traced is answered inline, where begin is
+// called; beginRecord records the others (the call was some 8
+// instructions of each client call, and end's as many).
 func (c *Client) begin(op, path string) *Operation {
-	w := c.w
-	if !w.recordsCalls() {
+	if !c.w.recordsCalls() {
 		return &c.scratch // end ignores it
 	}
+	return c.beginRecord(op, path)
+}
+
+// beginRecord is begin for a call kept in the history or traced.
+func (c *Client) beginRecord(op, path string) *Operation {
+	w := c.w
 	if t := w.current; t != nil {
 		t.replyZxid = 0
 	}
@@ -191,10 +200,14 @@ func (c *Client) begin(op, path string) *Operation {
 
 // end records the return of an operation and lets fill add its outcome.
 func (c *Client) end(o *Operation, err error, fill func(o *Operation)) {
-	w := c.w
-	if !w.recordsCalls() {
-		return
+	if c.w.recordsCalls() {
+		c.endRecord(o, err, fill)
 	}
+}
+
+// endRecord is end for a call kept in the history or traced.
+func (c *Client) endRecord(o *Operation, err error, fill func(o *Operation)) {
+	w := c.w
 	o.Err = err
 	o.Returned = true
 	if t := w.current; t != nil {
@@ -223,7 +236,7 @@ func (c *Client) end(o *Operation, err error, fill func(o *Operation)) {
 // recordsCalls reports whether calls are recorded: kept in the history,
 // or traced as "call" and "return" events. begin and end ask it alike.
 func (w *World) recordsCalls() bool {
-	return w.cfg.KeepHistory || w.trace.wants(kindCall) || w.trace.wants(kindReturn)
+	return w.recordCalls
 }
 
 // takeOperation returns a blank record for a call that is traced but not

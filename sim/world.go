@@ -122,6 +122,11 @@ type World struct {
 	walkBuf  []int
 	serverUp bool
 	freeOps  []*Operation // records of traced calls, for reuse (KeepHistory off)
+
+	// recordCalls is whether client calls are recorded (recordsCalls):
+	// kept in the history, or traced. Fixed at New, it is one load where
+	// every call asks it twice.
+	recordCalls bool
 }
 
 // New returns a world with a fresh server and no clients.
@@ -153,6 +158,7 @@ func New(cfg Config) *World {
 	w.faults = append([]ScheduledFault(nil), cfg.Faults...)
 	w.stepLimit = w.stepLimitNow()
 	w.trace = newTracer(cfg.Trace, cfg.KeepTrace)
+	w.recordCalls = cfg.KeepHistory || w.trace.wants(kindCall) || w.trace.wants(kindReturn)
 	w.main = &task{name: "main"}
 	return w
 }
