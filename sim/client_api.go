@@ -14,8 +14,19 @@ var _ recipes.Conn = (*Client)(nil)
 
 var errWallClockDeadline = errors.New("sim: the context has a wall-clock deadline; derive deadlines with Conn.WithTimeout so they run in virtual time")
 
-// callable reports why a call cannot be made now, if it cannot.
+// callable reports why a call cannot be made now, if it cannot. The
+// common answer, for a live client and a task's own context, is given
+// inline where callable is called (the call was some 10 instructions of
+// each client call); callableSlow looks at the rest.
 func (c *Client) callable(ctx context.Context) error {
+	if ctx != taskCtx || c.crashed || c.closing || c.w.closed {
+		return c.callableSlow(ctx)
+	}
+	return nil
+}
+
+// callableSlow is callable past its common case.
+func (c *Client) callableSlow(ctx context.Context) error {
 	if c.crashed || c.w.closed {
 		if t := c.w.current; t != nil && t.killed {
 			// The process is dead: its code does not go on.
