@@ -93,7 +93,11 @@ func TestLoopStartedReadsTheProfile(t *testing.T) {
 // another request (the pattern that let the race detector see
 // go-zookeeper's own lastZxid race), is not sent again on that connection.
 func TestAwaitStartedWaitsForSendSetWatches(t *testing.T) {
-	srv := sharedWire(t)
+	srv, err := newWire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close() // after the clients' closes, deferred below
 	for _, withWatch := range []bool{true, false} {
 		b := &RealBackend{}
 		c, err := b.dialTapped("127.0.0.1:2181", sessionWaitMax, pipeDialer(srv.Server, netip.Addr{}))

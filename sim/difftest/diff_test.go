@@ -197,8 +197,11 @@ func normalized(lines []string, normalize func(string) string) []string {
 // the middle of a later sequence and takes a zxid, which moves every zxid
 // after it: seen once in make test on a loaded machine, in
 // TestDifferentialACLThroughWire, where rapid could not make it fail
-// again. The simulator's side must come out the same both times; the
-// caller holds it to that.
+// again. The ContainerManager's pass, every 60 s, moves them the same way
+// when it deletes the containers earlier sequences emptied. The
+// simulator's side must come out the same both times (each take has a
+// simulator of its own, and through the wire a wire server of its own,
+// newWire); the caller holds it to that.
 func retake[T any](t TB, d string, take func() (T, []string)) (T, []string) {
 	t.Helper()
 	t.Logf("the transcripts differ; taking them again, as a real server's can be moved by an earlier sequence's session:\n%s", d)
