@@ -235,22 +235,46 @@ func reconfigTranscript(t *testing.T, b reconfigBackend, clientAddrs []string) (
 	// and G the followers (F the one removed), so that backends whose
 	// elections picked different leaders still compare.
 	names := strings.NewReplacer(fmt.Sprintf("server.%d=", l), "server.L=", fmt.Sprintf("server.%d=", f), "server.F=", fmt.Sprintf("server.%d=", g), "server.G=")
-	// describe writes a configuration down with relative names, its
-	// lines sorted by them, and then, as a line of its own, the order of
-	// the servers' ids (QuorumMaj's HashMap order), which compares only
-	// when both backends have the same leader.
+	// addrNames names the members' addresses relatively too (<L>, <L
+	// client>, ...), from the initial configuration and clientAddrs: a
+	// member's address is tied to its id, so with different leaders the
+	// same relative server has another address on each backend.
+	var addrNames *strings.Replacer
+	relativeAddrs := func(initial string) *strings.Replacer {
+		var pairs []string
+		for _, m := range []struct {
+			id   int
+			name string
+		}{{l, "L"}, {f, "F"}, {g, "G"}} {
+			for _, ln := range strings.Split(initial, "\n") {
+				if spec, ok := strings.CutPrefix(ln, fmt.Sprintf("server.%d=", m.id)); ok {
+					quorum, _, _ := strings.Cut(spec, ":participant")
+					pairs = append(pairs, quorum, "<"+m.name+">")
+				}
+			}
+			pairs = append(pairs, clientAddrs[m.id-1], "<"+m.name+" client>")
+		}
+		return strings.NewReplacer(pairs...)
+	}
+	// describe writes a configuration down with relative names and
+	// addresses, its lines sorted by them, and then, as a line of its
+	// own, the configuration as written, its servers in their absolute
+	// order (QuorumMaj's HashMap order) at their addresses, which
+	// compares only when both backends have the same leader.
 	describe := func(d []byte, st *zk.Stat) string {
 		text := configText(d, st)
-		lines := strings.Split(names.Replace(text), "\n")
-		var order []string
+		if addrNames == nil {
+			addrNames = relativeAddrs(text)
+		}
+		lines := strings.Split(addrNames.Replace(names.Replace(text)), "\n")
+		n := 0
 		for _, ln := range strings.Split(text, "\n") {
-			if id, ok := strings.CutPrefix(ln, "server."); ok {
-				order = append(order, id[:strings.Index(id, "=")])
+			if strings.HasPrefix(ln, "server.") {
+				n++
 			}
 		}
-		n := len(order)
 		slices.Sort(lines[:n])
-		out = append(out, fmt.Sprintf("%s: the servers in order %s", orderStep, strings.Join(order, " ")))
+		out = append(out, fmt.Sprintf("%s: the configuration as written: %s", orderStep, text))
 		return strings.Join(lines, "\n")
 	}
 	on := func(id int, super bool, fn func(c reconfigConn)) {
@@ -349,8 +373,8 @@ func reconfigTranscript(t *testing.T, b reconfigBackend, clientAddrs []string) (
 	return leader, out
 }
 
-// orderStep starts the transcript lines that give the servers' absolute
-// order in a configuration.
+// orderStep starts the transcript lines that give a configuration as
+// written: its servers' absolute ids, order and addresses.
 const orderStep = "order"
 
 // disabledTranscript is the steps on an ensemble without reconfigEnabled.
@@ -424,7 +448,7 @@ func TestEnsembleReconfigDifferential(t *testing.T) {
 			// equal zxids); a real ensemble whose s3 started late elects
 			// another. The transcripts name servers relatively, but the
 			// order of a configuration's lines follows the ids.
-			t.Logf("the real ensemble was led by s%d, the simulated one by s%d: the servers' order in a configuration is not compared", realLeader, simLeader)
+			t.Logf("the real ensemble was led by s%d, the simulated one by s%d: a configuration as written (its servers' order and addresses) is not compared", realLeader, simLeader)
 			real = slices.DeleteFunc(real, func(s string) bool { return strings.HasPrefix(s, orderStep+":") })
 			simulated = slices.DeleteFunc(simulated, func(s string) bool { return strings.HasPrefix(s, orderStep+":") })
 		}
