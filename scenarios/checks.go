@@ -568,7 +568,7 @@ func (r *runner) checkOverlap(name string, lastStep uint64) CheckResult {
 		}
 		spans = append(spans, span{rec: l, start: l.acquireReturn, end: end})
 	}
-	sortNearlyOrdered(spans, func(s *span) uint64 { return s.start }) // in the order of the acquires' calls, nearly that of their starts
+	sortNearlyOrdered(spans, func(s span) uint64 { return s.start }) // in the order of the acquires' calls, nearly that of their starts
 	var active []span
 	for _, s := range spans {
 		// The spans that ended by s's start leave, the others keep their
