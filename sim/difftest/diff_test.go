@@ -204,6 +204,6 @@ func normalized(lines []string, normalize func(string) string) []string {
 // newWire); the caller holds it to that.
 func retake[T any](t TB, d string, take func() (T, []string)) (T, []string) {
 	t.Helper()
-	t.Logf("the transcripts differ; taking them again, as a real server's can be moved by an earlier sequence's session:\n%s", d)
+	t.Logf("the transcripts differ; taking them again, as a real server's can be moved by an earlier sequence's session or its container pass:\n%s", d)
 	return take()
 }
