@@ -129,6 +129,9 @@ func (s *Server) CheckInvariants() error {
 	if err := s.lookups.check(s.nodes); err != nil {
 		return err
 	}
+	if sess := s.lastSession; sess != nil && s.sessions[sess.id] != sess {
+		return fmt.Errorf("sim: invariant: the last request's session %#x is not the server's", sess.id)
+	}
 	if h := s.connHint; h.conn != 0 {
 		if session, ok := s.conns[h.conn]; !ok || session != h.session {
 			return fmt.Errorf("sim: invariant: the connection hint binds conn%d to session %#x, the server's table %#x (open %v)", h.conn, h.session, session, ok)

@@ -47,3 +47,33 @@ func TestAddHashedRefusesAMember(t *testing.T) {
 	}()
 	s.addHashed("a", javaSpreadHash("a"))
 }
+
+// The server's two caches of a request's lookups, the last connection
+// (connHint) and the last request's session (lastSession), are held to
+// the tables they stand for: CheckInvariants refuses either when it
+// disagrees.
+func TestInvariantsCheckRequestCaches(t *testing.T) {
+	connected := func() *Server {
+		s := NewServer(ServerConfig{})
+		s.Open(1)
+		s.Connect(0, 1, ConnectRequest{TimeoutMs: 10000})
+		s.Receive(0, 1, Request{Xid: 1, Op: OpExists, Path: "/"})
+		if err := s.CheckInvariants(); err != nil {
+			t.Fatal(err)
+		}
+		if s.connHint.conn != 1 || s.lastSession == nil {
+			t.Fatalf("after a request: connHint %+v, lastSession %v; want both set", s.connHint, s.lastSession)
+		}
+		return s
+	}
+	s := connected()
+	s.conns[1] = 0 // as if bound again without setConn
+	if err := s.CheckInvariants(); err == nil || !strings.Contains(err.Error(), "connection hint") {
+		t.Errorf("a stale connection hint: CheckInvariants = %v", err)
+	}
+	s = connected()
+	delete(s.sessions, s.lastSession.id) // as if removed without removeSession
+	if err := s.CheckInvariants(); err == nil || !strings.Contains(err.Error(), "last request's session") {
+		t.Errorf("a stale last session: CheckInvariants = %v", err)
+	}
+}

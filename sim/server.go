@@ -177,7 +177,8 @@ type Server struct {
 	// lastSession is the session the last request came on (nil for
 	// none): a client's requests come in runs, and each asked the map
 	// for its session (some forty instructions a request).
-	// removeSession forgets it with the session.
+	// removeSession forgets it with the session, and CheckInvariants
+	// asserts it is the server's.
 	lastSession *serverSession
 	conns       map[ConnID]int64 // live connections and their sessions (0 before connect)
 	// connHint is the last connection connOf found open, and its
