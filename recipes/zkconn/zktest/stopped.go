@@ -13,6 +13,11 @@ import (
 // processes to be stopped; a loaded machine stops them in milliseconds.
 const pauseWaitMax = 10 * time.Second
 
+// pausePollInterval is how often Pause reads /proc while it waits: finer
+// than readyPollInterval, as a stop takes milliseconds and Pause is timed
+// against a server's work (factPausedFollower's rounds).
+const pausePollInterval = time.Millisecond
+
 // waitGroupStopped waits until every thread of every process in process
 // group pgid is stopped (state T in /proc/PID/task/TID/stat), after a
 // SIGSTOP to the group.
@@ -38,7 +43,7 @@ func waitGroupStopped(pgid int, timeout time.Duration) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("zktest: process group %d not stopped %v after SIGSTOP: thread %s still runs", pgid, timeout, running)
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(pausePollInterval)
 	}
 }
 
