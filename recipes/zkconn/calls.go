@@ -2,19 +2,50 @@ package zkconn
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net"
+	"syscall"
 
 	"github.com/go-zookeeper/zk"
 )
 
 // The data calls are zk.Conn's. Each checks ctx before it sends: once
-// sent, a request runs to its reply or to the loss of the connection.
+// sent, a request runs to its reply or to the loss of the connection,
+// which it reports as zk.ErrConnectionClosed (lossOf).
+
+// lossOf reports an error of the connection itself as
+// zk.ErrConnectionClosed, the one error recipes.Conn promises for a
+// request lost with its connection. go-zookeeper reports such a loss in
+// two ways: a request in flight when the read side fails gets
+// ErrConnectionClosed (conn.go, flushRequests), but a request whose own
+// write fails gets the write's error, *net.OpError "use of closed network
+// connection" or "broken pipe" (conn.go, sendData). The second happens
+// whenever a request is sent just as the connection closes, as after a
+// reply dropped by zktest.Proxy. Both are the same loss to a caller: the
+// request may or may not have reached the server (a failed write may
+// have sent part of it), and a recipe settles it the same way. Every
+// other error, zk's own and a context's among them (a context's
+// deadline error is a net.Error too), passes unchanged.
+func lossOf(err error) error {
+	if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return err
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrClosedPipe) ||
+		errors.Is(err, io.EOF) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+		return zk.ErrConnectionClosed
+	}
+	return err
+}
 
 // Create is zk.Conn.Create.
 func (c *Conn) Create(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	return c.handle().Create(path, data, flags, acl)
+	created, err := c.handle().Create(path, data, flags, acl)
+	return created, lossOf(err)
 }
 
 // CreateContainer is zk.Conn.CreateContainer.
@@ -22,7 +53,8 @@ func (c *Conn) CreateContainer(ctx context.Context, path string, data []byte, fl
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	return c.handle().CreateContainer(path, data, flags, acl)
+	created, err := c.handle().CreateContainer(path, data, flags, acl)
+	return created, lossOf(err)
 }
 
 // Delete is zk.Conn.Delete.
@@ -30,7 +62,7 @@ func (c *Conn) Delete(ctx context.Context, path string, version int32) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return c.handle().Delete(path, version)
+	return lossOf(c.handle().Delete(path, version))
 }
 
 // Exists is zk.Conn.Exists.
@@ -38,7 +70,8 @@ func (c *Conn) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) 
 	if err := ctx.Err(); err != nil {
 		return false, nil, err
 	}
-	return c.handle().Exists(path)
+	ok, stat, err := c.handle().Exists(path)
+	return ok, stat, lossOf(err)
 }
 
 // ExistsW is zk.Conn.ExistsW.
@@ -46,7 +79,8 @@ func (c *Conn) ExistsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan
 	if err := ctx.Err(); err != nil {
 		return false, nil, nil, err
 	}
-	return c.handle().ExistsW(path)
+	ok, stat, watch, err := c.handle().ExistsW(path)
+	return ok, stat, watch, lossOf(err)
 }
 
 // Get is zk.Conn.Get.
@@ -54,7 +88,8 @@ func (c *Conn) Get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	return c.handle().Get(path)
+	data, stat, err := c.handle().Get(path)
+	return data, stat, lossOf(err)
 }
 
 // GetW is zk.Conn.GetW.
@@ -62,7 +97,8 @@ func (c *Conn) GetW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan 
 	if err := ctx.Err(); err != nil {
 		return nil, nil, nil, err
 	}
-	return c.handle().GetW(path)
+	data, stat, watch, err := c.handle().GetW(path)
+	return data, stat, watch, lossOf(err)
 }
 
 // Set is zk.Conn.Set.
@@ -70,7 +106,8 @@ func (c *Conn) Set(ctx context.Context, path string, data []byte, version int32)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return c.handle().Set(path, data, version)
+	stat, err := c.handle().Set(path, data, version)
+	return stat, lossOf(err)
 }
 
 // Children is zk.Conn.Children.
@@ -78,7 +115,8 @@ func (c *Conn) Children(ctx context.Context, path string) ([]string, *zk.Stat, e
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	return c.handle().Children(path)
+	kids, stat, err := c.handle().Children(path)
+	return kids, stat, lossOf(err)
 }
 
 // ChildrenW is zk.Conn.ChildrenW.
@@ -86,7 +124,8 @@ func (c *Conn) ChildrenW(ctx context.Context, path string) ([]string, *zk.Stat, 
 	if err := ctx.Err(); err != nil {
 		return nil, nil, nil, err
 	}
-	return c.handle().ChildrenW(path)
+	kids, stat, watch, err := c.handle().ChildrenW(path)
+	return kids, stat, watch, lossOf(err)
 }
 
 // Multi is zk.Conn.Multi.
@@ -94,7 +133,8 @@ func (c *Conn) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return c.handle().Multi(ops...)
+	results, err := c.handle().Multi(ops...)
+	return results, lossOf(err)
 }
 
 // Sync is zk.Conn.Sync.
@@ -102,5 +142,6 @@ func (c *Conn) Sync(ctx context.Context, path string) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	return c.handle().Sync(path)
+	synced, err := c.handle().Sync(path)
+	return synced, lossOf(err)
 }

@@ -2,9 +2,12 @@ package zkconn_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"net"
 	"os"
 	"regexp"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -121,5 +124,72 @@ func TestWaitSessionAfterClose(t *testing.T) {
 	ev, err := c.Wait(ctx, ch)
 	if err != nil || ev.Type != zk.EventNotWatching || !errors.Is(ev.Err, zk.ErrClosing) {
 		t.Fatalf("watch after Close = %+v, %v", ev, err)
+	}
+}
+
+// A failingWriteConn fails the first write of a create request once
+// armed, as a socket closed under a request being sent fails it, and
+// closes the connection.
+type failingWriteConn struct {
+	net.Conn
+	armed *atomic.Bool
+}
+
+// opCreate is the create request's opcode (ZooKeeper's ZooDefs.OpCode).
+const opCreate = 1
+
+func (c failingWriteConn) Write(frame []byte) (int, error) {
+	// A frame is its length, then the request header: xid, opcode.
+	if len(frame) >= 12 && binary.BigEndian.Uint32(frame[8:12]) == opCreate && c.armed.CompareAndSwap(true, false) {
+		c.Conn.Close()
+		return 0, &net.OpError{Op: "write", Net: "tcp", Err: net.ErrClosed}
+	}
+	return c.Conn.Write(frame)
+}
+
+// TestWriteFailureIsConnectionLoss: go-zookeeper answers a request whose
+// write fails with the write's own error; Conn reports it as the
+// connection loss recipes.Conn promises, zk.ErrConnectionClosed, and the
+// client reconnects in the same session.
+func TestWriteFailureIsConnectionLoss(t *testing.T) {
+	srv := zktest.Shared(t)
+	var armed atomic.Bool
+	dial := func(network, address string, timeout time.Duration) (net.Conn, error) {
+		conn, err := net.DialTimeout(network, address, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return failingWriteConn{Conn: conn, armed: &armed}, nil
+	}
+	c := srv.Dial(t, 4*time.Second, zkconn.WithDialer(dial))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	before := c.Session()
+	path := "/zkconn-write-" + c.GUID()
+
+	armed.Store(true)
+	if _, err := c.Create(ctx, path, nil, 0, acl); err != zk.ErrConnectionClosed {
+		t.Fatalf("Create whose write failed = %v, want zk.ErrConnectionClosed", err)
+	}
+	if armed.Load() {
+		t.Fatal("the create was never written")
+	}
+	// Wait for the client to see the loss, then for it to reconnect.
+	if _, err := c.WaitSession(ctx, before); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := c.Session(); after.ID != before.ID {
+		t.Errorf("session %#x after the loss, want %#x", after.ID, before.ID)
+	}
+	// The write failed before any byte left: the server never saw it.
+	if ok, _, err := c.Exists(ctx, path); ok || err != nil {
+		t.Fatalf("Exists after the failed write = %v, %v", ok, err)
+	}
+	// Errors of the server's own pass unchanged.
+	if _, err := c.Create(ctx, "/zkconn-write-missing-"+c.GUID()+"/child", nil, 0, acl); err != zk.ErrNoNode {
+		t.Fatalf("Create under a missing parent = %v, want zk.ErrNoNode", err)
 	}
 }
