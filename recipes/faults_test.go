@@ -265,12 +265,33 @@ func TestExpiryWhileHolding(t *testing.T) {
 }
 
 // awaitFlag holds a task until flag is set (another task got where the
-// test needs it), at most awaitFlagPollsMax polls of 10ms. On the
+// test needs it), at most awaitPollsMax polls of 10ms (awaitCount). On the
 // simulator the flag is set long before; on a loaded real server a first
 // acquire can take longer than the head start a test gives it.
 func awaitFlag(ctx context.Context, c recipes.Conn, flag *atomic.Bool) {
-	const awaitFlagPollsMax = 3000
-	for i := 0; !flag.Load() && i < awaitFlagPollsMax; i++ {
+	awaitCount(ctx, c, func() int {
+		if flag.Load() {
+			return 1
+		}
+		return 0
+	}, 1)
+}
+
+// awaitCount holds a task until count() reaches want, polling as
+// awaitFlag does.
+func awaitCount(ctx context.Context, c recipes.Conn, count func() int, want int) {
+	const awaitPollsMax = 3000
+	for i := 0; count() < want && i < awaitPollsMax; i++ {
 		c.Sleep(ctx, 10*time.Millisecond)
 	}
+}
+
+// countChildren is the number of dir's children; 0 while dir is missing
+// or the call fails.
+func countChildren(ctx context.Context, c recipes.Conn, dir string) int {
+	kids, _, err := c.Children(ctx, dir)
+	if err != nil {
+		return 0
+	}
+	return len(kids)
 }

@@ -144,17 +144,25 @@ func TestReadWriteSharing(t *testing.T) {
 						readers--
 					}
 				}
-				// Three readers from t=0, a writer at 100ms, a reader at
-				// 200ms (behind the writer), each holding 1s.
+				// Three readers, then a writer once all three hold, then a
+				// reader once the writer's node is queued behind them. The
+				// readers hold until both are queued: each step waits on
+				// the one before, not on the clock, so that a loaded
+				// machine cannot reorder the creates on a real server.
 				roles := []struct {
 					write bool
-					at    time.Duration
-				}{{false, 0}, {false, 0}, {false, 0}, {true, 100 * time.Millisecond}, {false, 200 * time.Millisecond}}
+					after int // nodes in dir before the role starts
+				}{{false, 0}, {false, 0}, {false, 0}, {true, 3}, {false, 4}}
+				var readersIn atomic.Int32
 				for i, role := range roles {
 					c := e.Conn(t)
 					l := newRW(c, dir)
 					e.Go(c, fmt.Sprint("role", i), func(ctx context.Context) {
-						c.Sleep(ctx, role.at+time.Duration(i)*time.Millisecond)
+						if role.write {
+							awaitCount(ctx, c, func() int { return int(readersIn.Load()) }, role.after)
+						} else {
+							awaitCount(ctx, c, func() int { return countChildren(ctx, c, dir) }, role.after)
+						}
 						side := l.Read()
 						if role.write {
 							side = l.Write()
@@ -165,7 +173,11 @@ func TestReadWriteSharing(t *testing.T) {
 							return
 						}
 						enter(i, role.write)
-						c.Sleep(ctx, time.Second)
+						if i < 3 {
+							readersIn.Add(1)
+							awaitCount(ctx, c, func() int { return countChildren(ctx, c, dir) }, len(roles))
+						}
+						c.Sleep(ctx, 200*time.Millisecond)
 						exit(role.write)
 						lease.Release(ctx)
 					})
