@@ -719,7 +719,7 @@ func (q *queue) await(ctx context.Context, node *lockNode, pred predicate, block
 			return nil
 		case err == nil && !waited:
 			return nil
-		case errors.Is(err, zk.ErrClosing) && q.renew.count() != renewals:
+		case errors.Is(err, zk.ErrClosing) && q.renew.replacedSince(renewals):
 			// The listener replaced the handle (NewSession): its
 			// requests failed and its watches ended. Look again in the
 			// new session.

@@ -26,10 +26,30 @@ import (
 // once, for longer than the old session has left; when the old session
 // expires the server deletes the node and c3 leads too.
 func TestOldSessionLatch(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) { oldSessionStory(t, b) })
+	forEachBackend(t, func(t *testing.T, b backend) { oldSessionStory(t, b, nil) })
 }
 
-func oldSessionStory(t *testing.T, b backend) {
+// TestOldSessionLatchSlowNewSession is the story on the simulator with
+// c1's NewSession returning only after c1's other tasks have run, as on a
+// real server, where zkconn closes the old handle on a goroutine of its
+// own: the campaign hears its requests and watches fail with
+// zk.ErrClosing before the listener is back from NewSession, and must
+// still take that for the listener's renewal, not for a closed client.
+func TestOldSessionLatchSlowNewSession(t *testing.T) {
+	oldSessionStory(t, simBackend, func(c recipes.Conn) recipes.Conn { return slowNewSession{c} })
+}
+
+// A slowNewSession sleeps after NewSession before it returns.
+type slowNewSession struct{ recipes.Conn }
+
+func (c slowNewSession) NewSession(ctx context.Context) error {
+	err := c.Conn.NewSession(ctx)
+	c.Conn.Sleep(ctx, 10*time.Millisecond)
+	return err
+}
+
+// oldSessionStory tells the story on b; wrap, when set, wraps c1.
+func oldSessionStory(t *testing.T, b backend, wrap func(recipes.Conn) recipes.Conn) {
 	for _, c := range []struct {
 		recipe     string
 		twoLeaders bool
@@ -51,7 +71,11 @@ func oldSessionStory(t *testing.T, b backend) {
 					conn.Sleep(ctx, start)
 					actx, cancel := within(conn, time.Minute)
 					defer cancel()
-					l, err := r.New(conn, dir, recipes.Options{}).Acquire(actx)
+					rc := conn // the recipe's client
+					if conn == c1 && wrap != nil {
+						rc = wrap(conn)
+					}
+					l, err := r.New(rc, dir, recipes.Options{}).Acquire(actx)
 					if err != nil {
 						t.Errorf("%s: campaign: %v", name, err)
 						return

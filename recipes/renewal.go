@@ -23,16 +23,32 @@ const connectionTimeoutDivisor = 4
 // counts its renewals, so that the campaign tells a handle it replaced
 // (its requests fail and its watches end with zk.ErrClosing) from a
 // client closed.
+//
+// It counts each renewal twice: once as it begins, before NewSession, and
+// once it is done. On a real server the old handle's requests can fail
+// before NewSession has returned (zkconn closes the old handle on a
+// goroutine of its own), and a request sent as NewSession runs can still
+// go out on the old handle after the round that sent it began. A round
+// reads done at its start, and an ErrClosing is the listener's when begun
+// has passed that count since (replacedSince).
 type sessionRenewal struct {
-	renewals atomic.Uint64
+	begun atomic.Uint64
+	done  atomic.Uint64
 }
 
-// count is the number of sessions given up so far.
+// count is the number of renewals done so far.
 func (rn *sessionRenewal) count() uint64 {
 	if rn == nil {
 		return 0
 	}
-	return rn.renewals.Load()
+	return rn.done.Load()
+}
+
+// replacedSince reports whether a renewal has begun since count was done:
+// whether a handle the caller used after it read count may have been
+// replaced.
+func (rn *sessionRenewal) replacedSince(count uint64) bool {
+	return rn != nil && rn.begun.Load() > count
 }
 
 // listen starts the listener as background work of c (Conn.Go) for as
@@ -65,10 +81,11 @@ func (rn *sessionRenewal) run(ctx context.Context, c Conn) {
 		if back {
 			continue
 		}
+		rn.begun.Add(1)
 		if err := c.NewSession(ctx); err != nil {
 			return
 		}
-		rn.renewals.Add(1)
+		rn.done.Add(1)
 	}
 }
 
