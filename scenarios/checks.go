@@ -335,7 +335,8 @@ func (r *runner) lockOperations() []porcupine.Operation { return boxOps(r.lockOp
 
 // lockOps is the lock's history, before porcupine boxes it.
 func (r *runner) lockOps() []typedOp[model.LockInput, model.LockOutput] {
-	ops := make([]typedOp[model.LockInput, model.LockOutput], 0, 2*len(r.hist.locks)) // an acquire and a release each, at most
+	b := r.buffers()
+	ops := takeSlice(b.lockOps, 2*len(r.hist.locks)) // an acquire and a release each, at most
 	for _, l := range r.hist.locks {
 		if !l.returned {
 			continue // never answered: it changed nothing anyone saw
@@ -376,6 +377,7 @@ func (r *runner) lockOps() []typedOp[model.LockInput, model.LockOutput] {
 			ret:    int64(end),
 		})
 	}
+	b.lockOps = ops // the next call's, or the next run's: ops are read and dropped before
 	return ops
 }
 
@@ -410,7 +412,8 @@ func (r *runner) storeOperations() []porcupine.Operation { return boxOps(r.store
 
 // storeOps is the store's history, before porcupine boxes it.
 func (r *runner) storeOps() []typedOp[model.StoreInput, model.StoreOutput] {
-	ops := make([]typedOp[model.StoreInput, model.StoreOutput], 0, len(r.hist.updates))
+	b := r.buffers()
+	ops := takeSlice(b.storeOps, len(r.hist.updates))
 	for _, u := range r.hist.updates {
 		if !u.readDone {
 			continue // the read never happened
@@ -427,6 +430,7 @@ func (r *runner) storeOps() []typedOp[model.StoreInput, model.StoreOutput] {
 			ret:    int64(ret),
 		})
 	}
+	b.storeOps = ops // as lockOps'
 	return ops
 }
 
@@ -535,7 +539,12 @@ func (r *runner) serverOwner(l *lockRec) (int64, bool) {
 // clients' belief) step by step and reports the first step at which the
 // holders are more than the lock admits.
 func (r *runner) checkOverlap(name string, lastStep uint64) CheckResult {
-	spans := make([]span, 0, len(r.hist.locks))
+	b := r.buffers()
+	spans := takeSlice(b.spans, len(r.hist.locks))
+	active := takeSlice(b.active, 0)
+	// The arrays serve both calls of a run and the next run's: what they
+	// point to is let go with the buffers (runBuffers.put).
+	defer func() { b.spans, b.active = spans, active }()
 	for _, l := range r.hist.locks {
 		if !l.granted {
 			continue
@@ -569,7 +578,6 @@ func (r *runner) checkOverlap(name string, lastStep uint64) CheckResult {
 		spans = append(spans, span{rec: l, start: l.acquireReturn, end: end})
 	}
 	sortNearlyOrdered(spans, func(s span) uint64 { return s.start }) // in the order of the acquires' calls, nearly that of their starts
-	var active []span
 	for _, s := range spans {
 		// The spans that ended by s's start leave, the others keep their
 		// order: DeleteFunc's, without its closure's call for each span

@@ -259,6 +259,7 @@ type runner struct {
 	probe   []probeNode
 	probed  bool
 	cov     *coverageRecorder // nil unless RunOptions.Coverage
+	bufs    *runBuffers       // taken from runPool (buffers), put back when the run is over
 }
 
 func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string, program Workload) *runner {
@@ -432,6 +433,10 @@ func (r *runner) run() *Result {
 	}
 	if r.opts.Coverage {
 		res.Coverage = r.cov.cov
+	}
+	if r.bufs != nil {
+		r.bufs.put()
+		r.bufs = nil
 	}
 	return res
 }
