@@ -79,14 +79,17 @@ type Lease struct {
 	result    error
 	lost      bool
 	suspended bool
+	// ephemeral: the node is ephemeral (a lease on one node).
+	ephemeral bool
 	since     time.Time // when the lease was first seen suspended
 
 	// node holds the one path of a lease on one node, which nodes
 	// slices: no allocation of its own per grant.
 	node [1]string
-	// rs and removal are the release of a lease whose release settles a
-	// removal (removalLease), when release is nil: rs settles removal,
-	// without closures allocated per grant.
+	// rs and removal are the release of a lease when release is nil,
+	// without closures allocated per grant: rs settles removal
+	// (removalLease). A nodeLease starts without a removal, and its first
+	// release deletes the node itself (firstRemoval).
 	rs      *removals
 	removal *removal
 }
@@ -104,6 +107,7 @@ func (l *Lease) init(c Conn, node lockNode, release func(ctx context.Context) er
 	l.token = node.czxid
 	l.session = node.session
 	l.timeout = time.Duration(s.TimeoutMs) * time.Millisecond
+	l.ephemeral = node.ephemeral
 	l.node = [1]string{node.path}
 	l.release = release
 	l.nodes = l.node[:]
@@ -254,10 +258,13 @@ func (l *Lease) Release(ctx context.Context) error {
 		return result
 	}
 	var err error
-	if l.release != nil {
+	switch {
+	case l.release != nil:
 		err = l.release(ctx)
-	} else {
+	case l.removal != nil:
 		err = l.rs.settle(ctx, l.removal)
+	default:
+		err = l.firstRemoval(ctx)
 	}
 	if err == nil || errors.Is(err, ErrLeaseLost) {
 		l.mu.Lock()
@@ -266,6 +273,25 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	return err
 }
+
+// firstRemoval is a nodeLease's first release: it deletes the node until
+// known gone, as settling a new removal would, and makes the removal the
+// handle keeps pending only if that could not finish. A removal made with
+// every grant was 40% of the grant's bytes, and almost every release
+// finishes at once.
+func (l *Lease) firstRemoval(ctx context.Context) error {
+	node := lockNode{path: l.node[0], session: l.session, czxid: l.token, ephemeral: l.ephemeral}
+	err := removeNode(ctx, l.conn, node)
+	if removed(err) {
+		return err
+	}
+	l.removal = nodeRemoval(l.conn, node)
+	return l.rs.keep(l.removal, err)
+}
+
+// removed reports whether a removal's attempt left the node known gone:
+// deleted (nil), or gone with its session (ErrLeaseLost).
+func removed(err error) bool { return err == nil || errors.Is(err, ErrLeaseLost) }
 
 // --- the pending removals of a handle ---
 
@@ -353,11 +379,18 @@ func (rs *removals) settle(ctx context.Context, r *removal) error {
 		return err
 	}
 	err := r.remove(ctx)
-	if err == nil || errors.Is(err, ErrLeaseLost) {
+	if removed(err) {
 		r.finish(err)
 		rs.forget(r)
 		return err
 	}
+	return rs.keep(r, err)
+}
+
+// keep keeps r pending after an attempt that failed with err, unless the
+// background retry settled it meanwhile; a guaranteed handle then starts
+// its background retry. It returns the result for the release.
+func (rs *removals) keep(r *removal, err error) error {
 	if done, derr := r.result(); done {
 		// The background retry settled it meanwhile.
 		rs.forget(r)
@@ -417,17 +450,11 @@ func nodeRemoval(c Conn, node lockNode) *removal {
 // nodeLease returns a lease on node whose release deletes the node until
 // known gone, through the handle's removals.
 func nodeLease(c Conn, rs *removals, node lockNode) *Lease {
-	// The lease and its removal are one allocation: a grant made two.
-	lr := &leaseRemoval{r: removal{conn: c, node: node}}
-	lr.l.init(c, node, nil)
-	lr.l.rs, lr.l.removal = rs, &lr.r
-	return &lr.l
-}
-
-// leaseRemoval is a nodeLease's lease and removal, allocated together.
-type leaseRemoval struct {
-	l Lease
-	r removal
+	// No removal yet: the first release makes one only if it needs to
+	// keep it (firstRemoval).
+	l := newLease(c, node, nil)
+	l.rs = rs
+	return l
 }
 
 // removalLease returns a lease on node whose release settles r through
