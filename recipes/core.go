@@ -180,11 +180,26 @@ func appendProtected(b []byte, guid string, session int64, kind string) []byte {
 	return append(b, kind...)
 }
 
-// A child is one lock node of a directory, parsed from its name.
+// A child is one lock node of a directory, parsed from its name. Its
+// kind is read from the name when asked (only rw-lock asks): a field for
+// it was two fifths of what sortChildren moved, for every listing.
 type child struct {
 	name string
-	kind string // "lock-", "read-", "write-", "lease-"
 	seq  int64
+}
+
+// kind is the kind of the lock node: "lock-", "read-", "write-",
+// "lease-".
+func (c child) kind() string {
+	kind := c.name[:len(c.name)-sequenceDigits]
+	if strings.HasPrefix(kind, protectedPrefix) {
+		// _c_<32 hex>-<16 hex>-kind
+		header := len(protectedPrefix) + 32 + 1 + 16 + 1
+		if len(kind) >= header {
+			kind = kind[header:]
+		}
+	}
+	return kind
 }
 
 // parseChild parses a sequential node's name; names without a sequence
@@ -197,15 +212,7 @@ func parseChild(name string) (child, bool) {
 	if !ok || seq < 0 {
 		return child{}, false
 	}
-	kind := name[:len(name)-sequenceDigits]
-	if strings.HasPrefix(kind, protectedPrefix) {
-		// _c_<32 hex>-<16 hex>-kind
-		header := len(protectedPrefix) + 32 + 1 + 16 + 1
-		if len(kind) >= header {
-			kind = kind[header:]
-		}
-	}
-	return child{name: name, kind: kind, seq: seq}, true
+	return child{name: name, seq: seq}, true
 }
 
 // parseSequence is strconv.ParseInt(digits, 10, 64) for the
@@ -276,6 +283,15 @@ func sortChildren(kids []child, names []string) []child {
 		kids = make([]child, 0, len(names))
 	}
 	for _, n := range names {
+		// A recipe's sequence is ten digits: read them here, without
+		// parseChild's and parseSequence's calls around tenDigits (a
+		// third of the parse); parseChild reads anything else.
+		if len(n) >= sequenceDigits {
+			if seq, ok := tenDigits(n[len(n)-sequenceDigits:]); ok {
+				kids = append(kids, child{name: n, seq: seq})
+				continue
+			}
+		}
 		if c, ok := parseChild(n); ok {
 			kids = append(kids, c)
 		}

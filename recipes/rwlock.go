@@ -89,7 +89,7 @@ func (s rwSide) TryAcquire(ctx context.Context) (*Lease, error) {
 // in the way is the last write node below it.
 func readPredicate(kids []child, me int) (string, bool) {
 	for i := me - 1; i >= 0; i-- {
-		if kids[i].kind == kindWrite {
+		if kids[i].kind() == kindWrite {
 			return kids[i].name, false
 		}
 	}
