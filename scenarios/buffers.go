@@ -8,14 +8,16 @@ import (
 
 // runBuffers are arrays a run fills and has no more use for once it is
 // over, kept for a later run: an exploration runs thousands of runs of
-// one shape, and each allocated its arrays afresh (a sixth of the bytes
+// one shape, and each allocated its arrays afresh (a quarter of the bytes
 // it allocated), which the garbage collector then had to find and free.
 //
-// A run takes a set from runPool when it starts and puts it back when it
-// is done with it; sync.Pool hands a set to one run at a time, so runs on
-// parallel workers never share one. Each array is emptied as it is taken
-// (and anything it points to let go as it is put back), so nothing of a
-// run reaches the next.
+// A run takes a set from runPool when it starts (newRunner), and its
+// result gives it back (Result.recycle) once its caller, the explorer, is
+// done with what points into the arrays: the history's records, the
+// tree's lives. A result that is kept (a failure) keeps its arrays.
+// sync.Pool hands a set to one run at a time, so runs on parallel workers
+// never share one. The arrays are emptied as they are given back (keep),
+// so nothing of a run reaches the next.
 type runBuffers struct {
 	// The checks' histories (lockOps, storeOps) and spans (checkOverlap):
 	// each is filled, read and dropped within the check.
@@ -23,6 +25,18 @@ type runBuffers struct {
 	storeOps []typedOp[model.StoreInput, model.StoreOutput]
 	spans    []span
 	active   []span
+
+	// The run's records, which newRunner takes over: the history's
+	// (history.reserve), the server tree's (serverTree.reserve), the
+	// clients' creates and the coverage recorder (emptied).
+	locks      []*lockRec
+	updates    []*updateRec
+	lockRecs   chunkBuffer[lockRec]
+	updateRecs chunkBuffer[updateRec]
+	lives      []*znodeLife
+	lifeRecs   chunkBuffer[znodeLife]
+	creates    []createRec
+	recorder   *coverageRecorder
 }
 
 var runPool = sync.Pool{New: func() any { return new(runBuffers) }}
@@ -35,6 +49,47 @@ func (b *runBuffers) put() {
 	clear(b.spans[:cap(b.spans)])
 	clear(b.active[:cap(b.active)])
 	runPool.Put(b)
+}
+
+// keep takes back, emptied, the arrays the finished run r took over. The
+// records a user's workload was handed (Held) are left to it: it might
+// keep them.
+func (b *runBuffers) keep(r *runner) {
+	if r.opts.Workload == nil {
+		r.hist.lockChunk.keep(&b.lockRecs)
+	}
+	r.hist.updateChunk.keep(&b.updateRecs)
+	b.locks = emptied(r.hist.locks)
+	b.updates = emptied(r.hist.updates)
+	r.hist = history{}
+	t := r.obs.tree
+	t.lifeChunk.keep(&b.lifeRecs)
+	b.lives = emptied(t.lives)
+	t.lives = nil
+	b.creates = emptied(r.obs.creates)
+	r.obs.creates = nil
+	if r.cov != nil {
+		r.cov.empty()
+		b.recorder, r.cov = r.cov, nil
+	}
+}
+
+// coverageRecorder is a recorder for a run of clients: the one a run
+// left, if any.
+func (b *runBuffers) coverageRecorder(clients int) *coverageRecorder {
+	r := b.recorder
+	if r == nil {
+		return newCoverageRecorder(clients)
+	}
+	b.recorder = nil
+	r.begin(clients)
+	return r
+}
+
+// emptied is s zeroed, with length 0.
+func emptied[T any](s []T) []T {
+	clear(s)
+	return s[:0]
 }
 
 // buffers is the run's buffers, taken from runPool at the first need (a

@@ -355,21 +355,44 @@ type coverageRecorder struct {
 }
 
 func newCoverageRecorder(clients int) *coverageRecorder {
-	r := &coverageRecorder{cov: newCoverage(), clients: make([]clientTrack, clients+1), sessions: map[int64]int{}}
+	r := &coverageRecorder{sessions: map[int64]int{}}
+	r.begin(clients)
+	return r
+}
+
+// begin readies r for a run of clients: a new recorder, or one a run
+// emptied for a later one (empty), its arrays and maps taken over.
+func (r *coverageRecorder) begin(clients int) {
+	r.cov = newCoverage()
 	r.cov.Runs = 1
+	r.clients = takeSlice(r.clients, clients+1)[:clients+1]
 	for i := range r.clients {
 		r.clients[i].section = PhaseIdle
 	}
-	return r
 }
 
 // reserve makes room for the herd of a run of n lock cycles: a
 // notification and two changes (a create and a delete) each, mostly.
+// An emptied recorder's map and arrays keep the room they had.
 func (r *coverageRecorder) reserve(n int) {
 	n = min(n, MaxLockCycles)
-	r.herd = make(map[string]int, n)
-	r.groups = make([]herdGroup, 0, n)
-	r.changes = make([]string, 0, 2*n)
+	if r.herd == nil {
+		r.herd = make(map[string]int, n)
+	}
+	r.groups = takeSlice(r.groups, n)
+	r.changes = takeSlice(r.changes, 2*n)
+}
+
+// empty clears r for a later run (runBuffers), keeping its arrays and
+// maps with their room and nothing of the run: that run's Coverage is
+// not r's any more.
+func (r *coverageRecorder) empty() {
+	clear(r.clients)
+	clear(r.herd)
+	clear(r.groups)
+	clear(r.changes)
+	clear(r.sessions)
+	*r = coverageRecorder{clients: r.clients[:0], herd: r.herd, groups: r.groups[:0], changes: r.changes[:0], sessions: r.sessions}
 }
 
 // phase is client i's phase now.

@@ -85,6 +85,10 @@ type history struct {
 type chunk[T any] struct {
 	free []T // the current array's room: length 0, capacity what is left
 	next int // the size of the next array
+	// first is the first array, and n the records added: what a later
+	// run takes over (keep).
+	first []T
+	n     int
 }
 
 // add stores v and returns where.
@@ -92,24 +96,61 @@ func (c *chunk[T]) add(v T) *T {
 	if cap(c.free) == 0 {
 		c.next = max(c.next, chunkMin)
 		c.free = make([]T, 0, c.next)
+		if cap(c.first) == 0 {
+			c.first = c.free
+		}
 		c.next *= 2
 	}
 	c.free = append(c.free, v)
 	p := &c.free[0]
 	c.free = c.free[1:]
+	c.n++
 	return p
+}
+
+// chunkBuffer is a chunk's first array kept for a later run (runBuffers),
+// and the records the run that kept it added.
+type chunkBuffer[T any] struct {
+	array []T // empty, zeroed; nil if it did not hold the run's records
+	added int
+}
+
+// start readies the empty chunk c for at least n records: its first
+// array is b's if that has room for n and for the records of the run
+// that kept it; if not, one that has.
+func (c *chunk[T]) start(n int, b *chunkBuffer[T]) {
+	c.next = max(n, b.added)
+	if cap(b.array) >= c.next {
+		c.free, c.first = b.array, b.array
+	}
+	*b = chunkBuffer[T]{}
+}
+
+// keep empties c into b for a later run: its first array, zeroed, if it
+// held every record (an array that did not is dropped, and the next run
+// takes one as large as the records were many), and the records added.
+// No record may be read after.
+func (c *chunk[T]) keep(b *chunkBuffer[T]) {
+	clear(c.first[:min(c.n, cap(c.first))])
+	*b = chunkBuffer[T]{added: c.n}
+	if c.n <= cap(c.first) {
+		b.array = c.first[:0]
+	}
+	*c = chunk[T]{}
 }
 
 // chunkMin is the least number of records an array holds.
 const chunkMin = 8
 
 // reserve makes room for the records of a run of n lock cycles, in one
-// array of each kind.
-func (h *history) reserve(n int) {
+// array of each kind: the arrays of b if they have the room.
+func (h *history) reserve(n int, b *runBuffers) {
 	n = min(n, MaxLockCycles)
-	h.locks = make([]*lockRec, 0, n)
-	h.updates = make([]*updateRec, 0, n)
-	h.lockChunk.next, h.updateChunk.next = n, n
+	h.locks = takeSlice(b.locks, n)
+	h.updates = takeSlice(b.updates, n)
+	b.locks, b.updates = nil, nil
+	h.lockChunk.start(n, &b.lockRecs)
+	h.updateChunk.start(n, &b.updateRecs)
 }
 
 // holding reports whether client's lease l, just granted, falls inside

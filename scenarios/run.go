@@ -136,6 +136,9 @@ type Result struct {
 	Notes []string
 
 	hist *history
+	// run is the runner, whose arrays recycle gives back; nil on a real
+	// server.
+	run *runner
 }
 
 // History renders the workload's history, one event a line, stamped with
@@ -272,8 +275,9 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string, pr
 	r.obs = newObserver(o.Trace, sc.Clients)
 	r.obs.report = o.Report
 	r.obs.everyEvent = o.everyEvent
+	b := r.buffers()
 	if o.Coverage || len(o.phaseFaults) > 0 {
-		r.cov = newCoverageRecorder(sc.Clients)
+		r.cov = b.coverageRecorder(sc.Clients)
 		r.cov.reserve(sc.Clients * sc.Cycles)
 		r.obs.cov = r.cov
 	}
@@ -304,11 +308,12 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string, pr
 	}
 	r.store = &store{fenced: sc.Store == StoreFenced}
 	r.done = make([]bool, sc.Clients+1)
-	r.hist.reserve(sc.Clients * sc.Cycles)
-	r.obs.tree.reserve(sc.Clients * sc.Cycles)
+	r.hist.reserve(sc.Clients*sc.Cycles, b)
+	r.obs.tree.reserve(sc.Clients*sc.Cycles, b)
 	// A lock cycle makes a create, and a client's first create may fail
 	// for want of the lock's directory, retries aside.
-	r.obs.creates = make([]createRec, 0, min(sc.Clients*(sc.Cycles+1), MaxLockCycles))
+	r.obs.creates = takeSlice(b.creates, min(sc.Clients*(sc.Cycles+1), MaxLockCycles))
+	b.creates = nil
 	return r
 }
 
@@ -434,11 +439,23 @@ func (r *runner) run() *Result {
 	if r.opts.Coverage {
 		res.Coverage = r.cov.cov
 	}
-	if r.bufs != nil {
-		r.bufs.put()
-		r.bufs = nil
-	}
+	res.run = r
 	return res
+}
+
+// recycle gives the run's arrays to runPool for a later run (runBuffers),
+// for a caller that is done with the result but for its Scenario,
+// Verdict, Coverage and figures, which are the result's own: its history
+// (History) is gone.
+func (res *Result) recycle() {
+	r := res.run
+	if r == nil || r.bufs == nil {
+		return
+	}
+	res.run, res.hist = nil, nil
+	r.bufs.keep(r)
+	r.bufs.put()
+	r.bufs = nil
 }
 
 // choicesPool keeps the buffers that record a run's choices, for the next

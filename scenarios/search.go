@@ -275,6 +275,9 @@ func (e *explorer) runSchedule(t *rapid.T, g int) {
 		r, failed, err = e.runDrawn(t, g)
 	}()
 	e.finish(g, r, failed, err)
+	if r != nil && !failed {
+		r.recycle() // finish kept only its scenario and coverage
+	}
 }
 
 // runDrawn draws schedule g through t, runs it and says whether it
@@ -356,6 +359,7 @@ func (e *explorer) shrink(runs int) (*Result, error) {
 			v := r.Verdict.Violations(e.o.Violations)
 			t.Fatalf("%s: %s", v[0].Name, v[0].Detail)
 		}
+		r.recycle()
 	})
 	if last == nil {
 		return nil, fmt.Errorf("explore: schedule %d (rapid seed %d) failed, then passed when run again", g, e.seedOf(g))

@@ -102,7 +102,11 @@ func (s *scenarioShrinker) try(sc *Scenario) *Result {
 	sc = sc.clone()
 	sc.Expect, sc.layout = nil, nil
 	r, err := Run(sc, RunOptions{Recipe: s.o.New, Lock: s.o.Lock, CheckTimeout: s.o.CheckTimeout, Znodes: s.o.Znodes, Workload: s.o.Program, Model: s.o.Model})
-	if err != nil || !s.fails(r) {
+	if err != nil {
+		return nil
+	}
+	if !s.fails(r) {
+		r.recycle()
 		return nil
 	}
 	return r

@@ -110,10 +110,11 @@ func newServerTree() *serverTree {
 // reserve makes room for the lives of a run of n lock cycles, a node
 // each (and a few directories): growing the arrays life by life was a
 // dozen allocations a run.
-func (t *serverTree) reserve(n int) {
+func (t *serverTree) reserve(n int, b *runBuffers) {
 	n = min(n, MaxLockCycles) + 4
-	t.lives = make([]*znodeLife, 0, n)
-	t.lifeChunk.next = n
+	t.lives = takeSlice(b.lives, n)
+	b.lives = nil
+	t.lifeChunk.start(n, &b.lifeRecs)
 }
 
 // aliveScanMax is the most lives lifeOf finds by a walk of alive: a run
