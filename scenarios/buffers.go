@@ -37,6 +37,9 @@ type runBuffers struct {
 	lifeRecs   chunkBuffer[znodeLife]
 	creates    []createRec
 	recorder   *coverageRecorder
+	// choices is the buffer a run recorded its choices in, and lent to
+	// its scenario (RunOptions.lendSchedule).
+	choices []int
 }
 
 var runPool = sync.Pool{New: func() any { return new(runBuffers) }}
@@ -72,6 +75,16 @@ func (b *runBuffers) keep(r *runner) {
 		r.cov.empty()
 		b.recorder, r.cov = r.cov, nil
 	}
+}
+
+// takeChoices is the buffer for a run's choices: the one the last run
+// lent, else choicesPool's.
+func (b *runBuffers) takeChoices() []int {
+	if c := b.choices; cap(c) > 0 {
+		b.choices = nil
+		return c[:0]
+	}
+	return takeChoices()
 }
 
 // coverageRecorder is a recorder for a run of clients: the one a run

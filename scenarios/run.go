@@ -113,6 +113,11 @@ type RunOptions struct {
 	// everyEvent has the observer read every kind of event
 	// (observer.everyEvent).
 	everyEvent bool
+	// lendSchedule says the caller gives the result back (recycle)
+	// unless it keeps it whole, and keeps nothing of its scenario: the
+	// scenario's schedule is then the buffer the choices were recorded
+	// in, which goes back with the result.
+	lendSchedule bool
 	// ZKLog, if set, hears what a run on a real server does as it goes
 	// (the faults it injects), one line at a time.
 	ZKLog func(line string)
@@ -271,11 +276,11 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string, pr
 	if o.Strategy != nil {
 		inner = o.Strategy
 	}
-	r.rec = &sim.Record{Inner: inner, Choices: takeChoices()}
+	b := r.buffers()
+	r.rec = &sim.Record{Inner: inner, Choices: b.takeChoices()}
 	r.obs = newObserver(o.Trace, sc.Clients)
 	r.obs.report = o.Report
 	r.obs.everyEvent = o.everyEvent
-	b := r.buffers()
 	if o.Coverage || len(o.phaseFaults) > 0 {
 		r.cov = b.coverageRecorder(sc.Clients)
 		r.cov.reserve(sc.Clients * sc.Cycles)
@@ -419,12 +424,22 @@ func (r *runner) run() *Result {
 	r.done = doneBefore
 	res := &Result{Steps: steps, Time: now}
 	out := r.sc.clone()
-	out.Schedule = trimSchedule(r.rec.Choices)
+	if r.opts.lendSchedule {
+		// The schedule is the record's buffer, trimmed, not a copy (the
+		// copies were 4% of an exploration's bytes): the buffer goes with
+		// the run's others when the caller gives the result back.
+		choices := r.rec.Choices
+		n := scheduleLen(choices)
+		out.Schedule = choices[:n:n]
+		r.bufs.choices = choices
+	} else {
+		out.Schedule = trimSchedule(r.rec.Choices)
+		putChoices(r.rec.Choices)
+	}
 	if r.cov != nil && len(r.cov.fired) > 0 {
 		out.Faults = append(out.Faults, r.cov.fired...)
 		sortFaults(out.Faults)
 	}
-	putChoices(r.rec.Choices)
 	r.rec.Choices = nil
 	res.Scenario = out
 	res.Verdict = r.check(ops, steps)
@@ -444,15 +459,18 @@ func (r *runner) run() *Result {
 }
 
 // recycle gives the run's arrays to runPool for a later run (runBuffers),
-// for a caller that is done with the result but for its Scenario,
-// Verdict, Coverage and figures, which are the result's own: its history
-// (History) is gone.
+// for a caller that is done with the result but for its Scenario (unless
+// RunOptions.lendSchedule), Verdict, Coverage and figures, which are the
+// result's own: its history (History) is gone.
 func (res *Result) recycle() {
 	r := res.run
 	if r == nil || r.bufs == nil {
 		return
 	}
 	res.run, res.hist = nil, nil
+	if r.opts.lendSchedule {
+		res.Scenario.Schedule = nil // its array is the next run's
+	}
 	r.bufs.keep(r)
 	r.bufs.put()
 	r.bufs = nil
@@ -478,11 +496,16 @@ func putChoices(b []int) {
 // trimSchedule drops the trailing zeros: past its end a schedule takes
 // the first enabled step anyway.
 func trimSchedule(choices []int) []int {
+	return slices.Clone(choices[:scheduleLen(choices)])
+}
+
+// scheduleLen is the length of choices without its trailing zeros.
+func scheduleLen(choices []int) int {
 	n := len(choices)
 	for n > 0 && choices[n-1] == 0 {
 		n--
 	}
-	return slices.Clone(choices[:n])
+	return n
 }
 
 func (r *runner) allDone() bool {

@@ -147,7 +147,11 @@ func (e *explorer) finish(g int, r *Result, failed bool, err error) {
 		e.failing, e.found = g, r
 		e.limit = g + 1
 	}
-	e.pending[g] = runRecord{steps: r.Steps, failed: failed, cov: r.Coverage, sc: r.Scenario}
+	rec := runRecord{steps: r.Steps, failed: failed, cov: r.Coverage}
+	if e.o.Corpus != "" {
+		rec.sc = r.Scenario // without a corpus a passing run's schedule goes back with it (lendSchedule)
+	}
+	e.pending[g] = rec
 	for {
 		rec, ok := e.pending[e.merged]
 		if !ok || (e.failing >= 0 && e.merged > e.failing) {
@@ -300,7 +304,8 @@ func (e *explorer) runDrawn(t *rapid.T, g int) (*Result, bool, error) {
 	if staleSession(aimed) {
 		sched = &deadlineLast{inner: sched}
 	}
-	r, err := Run(sc, RunOptions{Recipe: o.New, Lock: o.Lock, Strategy: sched, CheckTimeout: o.CheckTimeout, Coverage: true, phaseFaults: aimed, Znodes: o.Znodes, Workload: o.Program, Model: o.Model})
+	r, err := Run(sc, RunOptions{Recipe: o.New, Lock: o.Lock, Strategy: sched, CheckTimeout: o.CheckTimeout, Coverage: true, phaseFaults: aimed, Znodes: o.Znodes, Workload: o.Program, Model: o.Model,
+		lendSchedule: o.Corpus == ""}) // runSchedule and shrink give back the results they do not keep whole
 	src.Rethrow()
 	if err != nil {
 		return nil, false, err
