@@ -27,15 +27,16 @@ type runBuffers struct {
 	active   []span
 
 	// The run's records, which newRunner takes over: the history's
-	// (history.reserve), the server tree's (serverTree.reserve), the
-	// clients' creates and the coverage recorder (emptied).
+	// (history.reserve), the server tree's (serverTree.reserve), and the
+	// runner, observer and coverage recorder (emptied).
 	locks      []*lockRec
 	updates    []*updateRec
 	lockRecs   chunkBuffer[lockRec]
 	updateRecs chunkBuffer[updateRec]
 	lives      []*znodeLife
 	lifeRecs   chunkBuffer[znodeLife]
-	creates    []createRec
+	runner     *runner
+	observer   *observer
 	recorder   *coverageRecorder
 	// choices is the buffer a run recorded its choices in, and lent to
 	// its scenario (RunOptions.lendSchedule).
@@ -54,9 +55,9 @@ func (b *runBuffers) put() {
 	runPool.Put(b)
 }
 
-// keep takes back, emptied, the arrays the finished run r took over. The
-// records a user's workload was handed (Held) are left to it: it might
-// keep them.
+// keep takes back, emptied, the arrays the finished run r took over, and
+// r itself. The records a user's workload was handed (Held) are left to
+// it: it might keep them.
 func (b *runBuffers) keep(r *runner) {
 	if r.opts.Workload == nil {
 		r.hist.lockChunk.keep(&b.lockRecs)
@@ -69,12 +70,24 @@ func (b *runBuffers) keep(r *runner) {
 	t.lifeChunk.keep(&b.lifeRecs)
 	b.lives = emptied(t.lives)
 	t.lives = nil
-	b.creates = emptied(r.obs.creates)
-	r.obs.creates = nil
+	r.obs.empty()
+	b.observer, r.obs = r.obs, nil
 	if r.cov != nil {
 		r.cov.empty()
-		b.recorder, r.cov = r.cov, nil
+		b.recorder = r.cov
 	}
+	*r = runner{clients: emptied(r.clients)}
+	b.runner = r
+}
+
+// takeRunner is an empty runner: the one a run left, if any.
+func (b *runBuffers) takeRunner() *runner {
+	r := b.runner
+	if r == nil {
+		return new(runner)
+	}
+	b.runner = nil
+	return r
 }
 
 // takeChoices is the buffer for a run's choices: the one the last run
@@ -85,6 +98,18 @@ func (b *runBuffers) takeChoices() []int {
 		return c[:0]
 	}
 	return takeChoices()
+}
+
+// takeObserver is an observer for a run of clients: the one a run left,
+// if any.
+func (b *runBuffers) takeObserver(keep bool, clients int) *observer {
+	o := b.observer
+	if o == nil {
+		return newObserver(keep, clients)
+	}
+	b.observer = nil
+	o.begin(keep, clients)
+	return o
 }
 
 // coverageRecorder is a recorder for a run of clients: the one a run

@@ -323,9 +323,7 @@ type injectedFault struct {
 }
 
 func newObserver(keep bool, clients int) *observer {
-	return &observer{
-		keep:           keep,
-		ops:            make([]int64, clients+1),
+	o := &observer{
 		sessionClient:  map[int64]int{},
 		deletes:        map[string][]uint64{},
 		closes:         map[int64]uint64{},
@@ -333,6 +331,42 @@ func newObserver(keep bool, clients int) *observer {
 		crashStep:      map[int]uint64{},
 		persistentDirs: map[string]bool{},
 		tree:           newServerTree(),
+	}
+	o.begin(keep, clients)
+	return o
+}
+
+// begin readies o for a run of clients: a new observer, or one a run
+// emptied for a later one (empty), its maps and arrays taken over.
+func (o *observer) begin(keep bool, clients int) {
+	o.keep = keep
+	o.ops = takeSlice(o.ops, clients+1)[:clients+1]
+}
+
+// empty clears o for a later run (runBuffers), keeping its maps, its
+// tree and its arrays with their room, and nothing of the run.
+func (o *observer) empty() {
+	clear(o.sessionClient)
+	clear(o.deletes)
+	clear(o.closes)
+	clear(o.expiries)
+	clear(o.crashStep)
+	clear(o.persistentDirs)
+	clear(o.ops)
+	o.tree.empty()
+	*o = observer{
+		sessionClient:  o.sessionClient,
+		deletes:        o.deletes,
+		closes:         o.closes,
+		expiries:       o.expiries,
+		crashStep:      o.crashStep,
+		persistentDirs: o.persistentDirs,
+		tree:           o.tree,
+		ops:            o.ops[:0],
+		fins:           emptied(o.fins),
+		deadWatches:    emptied(o.deadWatches),
+		creates:        emptied(o.creates),
+		injected:       emptied(o.injected),
 	}
 }
 

@@ -271,14 +271,15 @@ type runner struct {
 }
 
 func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string, program Workload) *runner {
-	r := &runner{sc: sc, opts: o, ctor: ctor, program: program, lockKind: lockKind, lockPath: LockRoot}
+	b := takeRunBuffers()
+	r := b.takeRunner()
+	*r = runner{sc: sc, opts: o, ctor: ctor, program: program, lockKind: lockKind, lockPath: LockRoot, bufs: b, clients: r.clients}
 	var inner sim.Strategy = &sim.Replay{Choices: sc.Schedule, Next: firstStrategy{}}
 	if o.Strategy != nil {
 		inner = o.Strategy
 	}
-	b := r.buffers()
 	r.rec = &sim.Record{Inner: inner, Choices: b.takeChoices()}
-	r.obs = newObserver(o.Trace, sc.Clients)
+	r.obs = b.takeObserver(o.Trace, sc.Clients)
 	r.obs.report = o.Report
 	r.obs.everyEvent = o.everyEvent
 	if o.Coverage || len(o.phaseFaults) > 0 {
@@ -317,8 +318,7 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string, pr
 	r.obs.tree.reserve(sc.Clients*sc.Cycles, b)
 	// A lock cycle makes a create, and a client's first create may fail
 	// for want of the lock's directory, retries aside.
-	r.obs.creates = takeSlice(b.creates, min(sc.Clients*(sc.Cycles+1), MaxLockCycles))
-	b.creates = nil
+	r.obs.creates = takeSlice(r.obs.creates, min(sc.Clients*(sc.Cycles+1), MaxLockCycles))
 	return r
 }
 
@@ -362,6 +362,7 @@ func (r *runner) bound() time.Duration {
 const runChunk = time.Second
 
 func (r *runner) run() *Result {
+	r.clients = takeSlice(r.clients, r.sc.Clients)
 	for i := 1; i <= r.sc.Clients; i++ {
 		c, err := r.w.NewClient(sim.ClientConfig{SessionTimeout: r.sc.SessionTimeout, Addr: r.sc.Access.clientAddr(i)})
 		if err != nil {
@@ -372,11 +373,18 @@ func (r *runner) run() *Result {
 	if err := r.setupAccess(); err != nil {
 		r.runErr = fmt.Errorf("access setup: %w", err)
 	}
+	// The clients' connections and workers, in one allocation, not two
+	// each.
+	parts := make([]struct {
+		conn   observedConn
+		worker Worker
+	}, r.sc.Clients)
 	for i := 1; i <= r.sc.Clients; i++ {
-		c := r.clients[i-1]
-		conn := &observedConn{Conn: c, r: r, client: i}
-		lock := r.ctor(conn, r.lockPath, r.sc.options(i))
-		r.w.Go(c, fmt.Sprintf("c%d", i), r.workload(i, conn, lock))
+		c, p := r.clients[i-1], &parts[i-1]
+		p.conn = observedConn{Conn: c, r: r, client: i}
+		lock := r.ctor(&p.conn, r.lockPath, r.sc.options(i))
+		p.worker = Worker{r: r, client: i, conn: &p.conn, lock: lock}
+		r.w.Go(c, fmt.Sprintf("c%d", i), r.workload(i, &p.worker))
 	}
 	maxWall := cmpOr(r.opts.MaxWallTime, MaxWallTime)
 	start := time.Now() // the wall-time limit's only reading of the clock
@@ -471,9 +479,9 @@ func (res *Result) recycle() {
 	if r.opts.lendSchedule {
 		res.Scenario.Schedule = nil // its array is the next run's
 	}
-	r.bufs.keep(r)
-	r.bufs.put()
-	r.bufs = nil
+	b := r.bufs
+	b.keep(r) // r too, emptied
+	b.put()
 }
 
 // choicesPool keeps the buffers that record a run's choices, for the next
@@ -520,8 +528,7 @@ func (r *runner) allDone() bool {
 // workload is client i's task: the scenario's workload program (the
 // default, cycles: acquire, update the store, release, think), then close
 // the session.
-func (r *runner) workload(i int, conn *observedConn, lock Lock) func(ctx context.Context) {
-	w := &Worker{r: r, client: i, conn: conn, lock: lock}
+func (r *runner) workload(i int, w *Worker) func(ctx context.Context) {
 	return func(ctx context.Context) {
 		defer func() {
 			r.lock()
@@ -529,7 +536,7 @@ func (r *runner) workload(i int, conn *observedConn, lock Lock) func(ctx context
 			r.unlock()
 		}()
 		if r.program(ctx, w) == nil {
-			conn.Close()
+			w.conn.Close()
 		}
 	}
 }

@@ -107,6 +107,13 @@ func newServerTree() *serverTree {
 	return &serverTree{}
 }
 
+// empty clears t for a later run (observer.empty), keeping its arrays
+// with their room; the lives and their array go back on their own
+// (runBuffers.keep), first.
+func (t *serverTree) empty() {
+	*t = serverTree{alive: emptied(t.alive), dirList: emptied(t.dirList), scratch: emptied(t.scratch), pathBuf: t.pathBuf[:0]}
+}
+
 // reserve makes room for the lives of a run of n lock cycles, a node
 // each (and a few directories): growing the arrays life by life was a
 // dozen allocations a run.

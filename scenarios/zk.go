@@ -302,7 +302,7 @@ func (z *zkRun) run() {
 	for i, c := range z.conns {
 		conn := &observedConn{Conn: c, r: r, client: i + 1}
 		lock := r.ctor(conn, r.lockPath, r.sc.options(i+1))
-		work := r.workload(i+1, conn, lock)
+		work := r.workload(i+1, &Worker{r: r, client: i + 1, conn: conn, lock: lock})
 		z.tasks.Add(1)
 		ended := make(chan struct{})
 		go func() {
