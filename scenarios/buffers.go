@@ -8,7 +8,7 @@ import (
 
 // runBuffers are arrays a run fills and has no more use for once it is
 // over, kept for a later run: an exploration runs thousands of runs of
-// one shape, and each allocated its arrays afresh (a quarter of the bytes
+// one shape, and each allocated its arrays afresh (a third of the bytes
 // it allocated), which the garbage collector then had to find and free.
 //
 // A run takes a set from runPool when it starts (newRunner), and its

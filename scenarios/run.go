@@ -267,7 +267,7 @@ type runner struct {
 	probe   []probeNode
 	probed  bool
 	cov     *coverageRecorder // nil unless RunOptions.Coverage
-	bufs    *runBuffers       // taken from runPool (buffers), put back when the run is over
+	bufs    *runBuffers       // taken from runPool (newRunner), given back by Result.recycle
 }
 
 func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string, program Workload) *runner {
