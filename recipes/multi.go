@@ -95,7 +95,6 @@ func (m *MultiLock) lease(parts []*Lease) *Lease {
 	l := &Lease{conn: m.conn, session: parts[0].session, timeout: parts[0].timeout, parts: parts}
 	for _, p := range parts {
 		l.token = max(l.token, p.token)
-		l.nodes = append(l.nodes, p.nodes...)
 	}
 	l.release = func(ctx context.Context) error {
 		var errs []error
