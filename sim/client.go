@@ -132,7 +132,6 @@ type Client struct {
 
 	tasks   []*task
 	scratch Operation // the record of the call in progress when no history is kept
-	stats   []zk.Stat // the rest of the block newStat carves the Stats it returns from
 
 	// creds are the credentials AddAuth got accepted, sent again on each
 	// new connection; while resending is set they are being sent, and

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // Config sets up a World. The zero value is a usable world with seed 0.
@@ -122,6 +124,7 @@ type World struct {
 	walkBuf  []int
 	serverUp bool
 	freeOps  []*Operation // records of traced calls, for reuse (KeepHistory off)
+	stats    []zk.Stat    // the rest of the block Client.newStat carves the Stats it returns from
 
 	// recordCalls is whether client calls are recorded (recordsCalls):
 	// kept in the history, or traced. Fixed at New, it is one load where
