@@ -51,6 +51,29 @@ type watchKey struct {
 	typ  watchType
 }
 
+// clientWatch is the channels waiting on one watch key, in the order
+// they were set. A client's watches are a list searched from end to end
+// rather than a map: a client has few at a time, and the map's storage
+// and a slice for each key's channels were some 6% of the allocations of
+// an exploration.
+type clientWatch struct {
+	key   watchKey
+	first chan zk.Event
+	more  []chan zk.Event // those after the first, seldom any
+}
+
+// fire sends ev on the key's channels and closes them, and reports how
+// many there were.
+func (cw *clientWatch) fire(ev zk.Event) int {
+	cw.first <- ev
+	close(cw.first)
+	for _, ch := range cw.more {
+		ch <- ev
+		close(ch)
+	}
+	return 1 + len(cw.more)
+}
+
 // pingRequest is every ping; the server only reads it.
 var pingRequest = Request{Xid: -2, Op: OpPing}
 
@@ -116,8 +139,7 @@ type Client struct {
 	inflight []*pending
 	free     []*pending // finished request records, for reuse
 
-	watchers   map[watchKey][]chan zk.Event
-	watchOrder []watchKey
+	watches []clientWatch // go-zookeeper's watchers map, in the order its keys came
 
 	closing bool
 	closed  bool
@@ -163,7 +185,7 @@ func (w *World) NewClient(cfg ClientConfig) (*Client, error) {
 		seen[n] = true
 	}
 	cfg.Servers = slices.Clone(cfg.Servers)
-	c := &Client{w: w, id: len(w.clients) + 1, cfg: cfg, watchers: make(map[watchKey][]chan zk.Event), state: zk.StateDisconnected}
+	c := &Client{w: w, id: len(w.clients) + 1, cfg: cfg, state: zk.StateDisconnected}
 	c.name = fmt.Sprintf("c%d", c.id)
 	c.setTimeouts(int32(cfg.SessionTimeout / time.Millisecond))
 	w.clients = append(w.clients, c)
@@ -585,11 +607,22 @@ func (c *Client) completeReply(p *pending) {
 func (c *Client) addWatcher(path string, typ watchType) <-chan zk.Event {
 	ch := make(chan zk.Event, 1)
 	k := watchKey{path, typ}
-	if _, ok := c.watchers[k]; !ok {
-		c.watchOrder = append(c.watchOrder, k)
+	if i := c.findWatch(k); i >= 0 {
+		c.watches[i].more = append(c.watches[i].more, ch)
+	} else {
+		c.watches = append(c.watches, clientWatch{key: k, first: ch})
 	}
-	c.watchers[k] = append(c.watchers[k], ch)
 	return ch
+}
+
+// findWatch returns the index in c.watches of key k, -1 if none.
+func (c *Client) findWatch(k watchKey) int {
+	for i := range c.watches {
+		if c.watches[i].key == k {
+			return i
+		}
+	}
+	return -1
 }
 
 // notifyWatches hands a server notification to every client-side watcher
@@ -609,14 +642,13 @@ func (c *Client) notifyWatches(ev zk.Event) {
 	}
 	delivered := false
 	for _, t := range types {
-		k := watchKey{ev.Path, t}
-		for _, ch := range c.watchers[k] {
-			ch <- ev
-			close(ch)
-			c.w.channelChanges++
-			delivered = true
+		i := c.findWatch(watchKey{ev.Path, t})
+		if i < 0 {
+			continue
 		}
-		c.forgetWatch(k)
+		c.w.channelChanges += uint64(c.watches[i].fire(ev))
+		delivered = true
+		c.watches = slices.Delete(c.watches, i, i+1)
 	}
 	if delivered {
 		c.w.wakeWatchers()
@@ -637,8 +669,12 @@ func (c *Client) ownsWatches(chans []<-chan zk.Event) bool {
 }
 
 func (c *Client) ownsWatch(ch <-chan zk.Event) bool {
-	for _, k := range c.watchOrder {
-		for _, own := range c.watchers[k] {
+	for i := range c.watches {
+		cw := &c.watches[i]
+		if (<-chan zk.Event)(cw.first) == ch {
+			return true
+		}
+		for _, own := range cw.more {
 			if (<-chan zk.Event)(own) == ch {
 				return true
 			}
@@ -647,31 +683,19 @@ func (c *Client) ownsWatch(ch <-chan zk.Event) bool {
 	return false
 }
 
-func (c *Client) forgetWatch(k watchKey) {
-	if _, ok := c.watchers[k]; !ok {
-		return
-	}
-	delete(c.watchers, k)
-	c.watchOrder = slices.DeleteFunc(c.watchOrder, func(o watchKey) bool { return o == k })
-}
-
 // invalidateWatches ends every watch with EventNotWatching carrying err.
 func (c *Client) invalidateWatches(err error) {
-	order := c.watchOrder
-	for _, k := range order {
+	for i := range c.watches {
+		k := c.watches[i].key
 		ev := zk.Event{Type: zk.EventNotWatching, State: zk.StateDisconnected, Path: k.path, Err: err}
-		for _, ch := range c.watchers[k] {
-			ch <- ev
-			close(ch)
-			c.w.channelChanges++
-		}
+		c.w.channelChanges += uint64(c.watches[i].fire(ev))
 	}
-	if len(order) > 0 {
+	if n := len(c.watches); n > 0 {
 		c.w.wakeWatchers()
-		c.w.emit(Event{Kind: "watch", Client: c.id, Op: zk.EventNotWatching.String(), Err: err.Error(), Detail: fmt.Sprintf("%d watches", len(order))})
+		c.w.emit(Event{Kind: "watch", Client: c.id, Op: zk.EventNotWatching.String(), Err: err.Error(), Detail: fmt.Sprintf("%d watches", n)})
 	}
-	c.watchers = make(map[watchKey][]chan zk.Event)
-	c.watchOrder = nil
+	clear(c.watches)
+	c.watches = c.watches[:0]
 }
 
 // setWatchesLimitBytes is the largest setWatches packet go-zookeeper sends;
@@ -679,13 +703,14 @@ func (c *Client) invalidateWatches(err error) {
 const setWatchesLimitBytes = 128 * 1024
 
 func (c *Client) sendSetWatches() {
-	if len(c.watchOrder) == 0 {
+	if len(c.watches) == 0 {
 		return
 	}
 	var reqs []Request
 	var req *Request
 	size := 0
-	for _, k := range c.watchOrder {
+	for i := range c.watches {
+		k := c.watches[i].key
 		add := 4 + len(k.path)
 		if req == nil || size+add > setWatchesLimitBytes {
 			if req != nil {
