@@ -269,7 +269,11 @@ func (s *javaSet) checkTable() error {
 // ordered returns the members in Java's iteration order, in a slice the
 // caller owns.
 func (s *javaSet) ordered() []string {
-	names := make([]string, 0, s.size)
+	return s.appendOrdered(make([]string, 0, s.size))
+}
+
+// appendOrdered appends the members to names in Java's iteration order.
+func (s *javaSet) appendOrdered(names []string) []string {
 	for _, head := range s.heads {
 		for i := head; i != 0; i = s.entries[i-1].next {
 			names = append(names, s.entries[i-1].name)
