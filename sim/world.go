@@ -123,8 +123,9 @@ type World struct {
 	dueBuf   []*timer
 	walkBuf  []int
 	serverUp bool
-	freeOps  []*Operation // records of traced calls, for reuse (KeepHistory off)
-	stats    []zk.Stat    // the rest of the block Client.newStat carves the Stats it returns from
+	freeOps  []*Operation    // records of traced calls, for reuse (KeepHistory off)
+	stats    []zk.Stat       // the rest of the block Client.newStat carves the Stats it returns from
+	guids    strings.Builder // the block Client.GUID cuts its strings from
 
 	// recordCalls is whether client calls are recorded (recordsCalls):
 	// kept in the history, or traced. Fixed at New, it is one load where
