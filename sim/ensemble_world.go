@@ -366,7 +366,7 @@ func (c *Client) nextHost() {
 	c.setState(zk.StateConnecting)
 	if _, retryStart := c.hosts.next(); retryStart {
 		c.flushUnsent(zk.ErrNoServer)
-		c.dialTimer = c.w.after(int64(reconnectBackoff), c, "reconnect backoff", c.dial)
+		c.dialTimer = c.w.afterClient(&c.dialRec, int64(reconnectBackoff), c, "reconnect backoff", clientDial)
 		return
 	}
 	c.dial()

@@ -373,7 +373,7 @@ func (w *World) take(st *Step) {
 		w.deliverToClient(st.conn)
 	case StepTimer:
 		w.timers.remove(st.timer.index)
-		st.timer.fire()
+		st.timer.run()
 	case StepApply, StepPeer:
 		w.takeEnsembleStep(st)
 	case StepServerInternal:

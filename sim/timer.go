@@ -15,6 +15,18 @@ type timer struct {
 	fire   func()
 	index  int // in the heap, -1 when not in it
 	frozen bool
+	// event is what the timer does, if fire is nil: one of its owner's
+	// own timers (World.afterClient).
+	event clientEvent
+}
+
+// run does what the timer is for, once it has left the heap.
+func (t *timer) run() {
+	if t.fire != nil {
+		t.fire()
+		return
+	}
+	t.owner.timerFired(t.event)
 }
 
 // timerHeap is a min-heap of timers by (time, creation). Its operations
@@ -101,6 +113,24 @@ func (h timerHeap) down(i0, n int) bool {
 func (w *World) after(delayNs int64, owner *Client, what string, fire func()) *timer {
 	t := new(timer)
 	w.arm(t, delayNs, owner, what, fire)
+	return t
+}
+
+// afterClient is after for one of c's own timers, which does ev when it
+// fires (Client.timerFired) rather than call a function. It arms rec, the
+// client's record for that timer, if rec is idle: fired, or stopped, or
+// never armed. Else it arms a new record, as after does: a timer still
+// pending goes on as it would have. The one field that points to the
+// timer of rec's kind is the only pointer to rec that outlives a step,
+// and it is set to what afterClient returns, so stopping it stops this
+// timer whether or not it is rec, as before.
+func (w *World) afterClient(rec *timer, delayNs int64, c *Client, what string, ev clientEvent) *timer {
+	t := rec
+	if t.seq != 0 && (t.index >= 0 || t.frozen) {
+		t = new(timer)
+	}
+	w.arm(t, delayNs, c, what, nil)
+	t.event = ev
 	return t
 }
 
