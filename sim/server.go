@@ -223,6 +223,10 @@ type Server struct {
 	freeNodes []*znode
 	// names is the rest of the block childList carves child lists from.
 	names []string
+	// fired is fire's buffers for the connections each table's trigger
+	// fired, reused: allocated for each trigger, they were 3% of the
+	// allocations of an exploration.
+	fired [2][]ConnID
 	// lookups remembers the last few paths writes and reads looked up.
 	lookups pathCache
 
@@ -1696,12 +1700,12 @@ func (s *Server) fire(events []pendingEvent) {
 	for _, e := range events {
 		switch e.typ {
 		case zk.EventNodeCreated, zk.EventNodeDataChanged:
-			s.trigger(s.dataWatches, e.path, e.typ, e.acl, nil)
+			s.fired[0] = s.trigger(s.dataWatches, e.path, e.typ, e.acl, nil, s.fired[0][:0])
 		case zk.EventNodeChildrenChanged:
-			s.trigger(s.childWatches, e.path, e.typ, e.acl, nil)
+			s.fired[0] = s.trigger(s.childWatches, e.path, e.typ, e.acl, nil, s.fired[0][:0])
 		case zk.EventNodeDeleted:
-			done := s.trigger(s.dataWatches, e.path, e.typ, e.acl, nil)
-			s.trigger(s.childWatches, e.path, e.typ, e.acl, done)
+			s.fired[0] = s.trigger(s.dataWatches, e.path, e.typ, e.acl, nil, s.fired[0][:0])
+			s.fired[1] = s.trigger(s.childWatches, e.path, e.typ, e.acl, s.fired[0], s.fired[1][:0])
 		}
 	}
 }

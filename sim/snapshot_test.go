@@ -276,6 +276,8 @@ func TestSnapshotKnowsEveryServerField(t *testing.T) {
 		// the unused rest of a block child lists are carved from: a
 		// restored server starts without one, and allocates one when it needs it
 		"names",
+		// fire's buffers for the connections it fired, read within one trigger
+		"fired",
 		// a cache of lookups in the tree, which a restored server rebuilds
 		"lookups",
 		// the sessions again, in id order, which restoring them rebuilds
