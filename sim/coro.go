@@ -14,7 +14,11 @@ type worker struct {
 	resume func() (struct{}, bool) // the driver runs the worker until it gives control back
 	yield  func(struct{}) bool     // on the worker: give control back to the driver
 	stop   func()                  // ends an idle worker
-	job    func()                  // the task to run next; set while the worker is idle
+	// The task to run next, and its world; set while the worker is idle.
+	// They are fields, not a closure of them: that was an allocation for
+	// every task.
+	w    *World
+	task *task
 }
 
 // workersIdleMax bounds the idle workers kept for reuse.
@@ -25,8 +29,8 @@ var workerPool struct {
 	idle []*worker
 }
 
-// takeWorker returns an idle worker, or a new one, to run job.
-func takeWorker(job func()) *worker {
+// takeWorker returns an idle worker, or a new one, to run task t of w.
+func takeWorker(w *World, t *task) *worker {
 	workerPool.Lock()
 	var wk *worker
 	if n := len(workerPool.idle); n > 0 {
@@ -38,7 +42,7 @@ func takeWorker(job func()) *worker {
 	if wk == nil {
 		wk = newWorker()
 	}
-	wk.job = job
+	wk.w, wk.task = w, t
 	return wk
 }
 
@@ -61,9 +65,9 @@ func newWorker() *worker {
 	wk.resume, wk.stop = iter.Pull(func(yield func(struct{}) bool) {
 		wk.yield = yield
 		for {
-			job := wk.job
-			wk.job = nil
-			job()
+			w, t := wk.w, wk.task
+			wk.w, wk.task = nil, nil
+			w.runTask(t, t.fn)
 			if !yield(struct{}{}) {
 				return
 			}

@@ -246,8 +246,9 @@ type task struct {
 	parked     bool // exited with runtime.Goexit: its worker stays parked for good
 
 	// What it waits for in Sleep and Wait, kept to be reused call after call.
-	sleep     sleep
-	watchWait watchWait
+	sleep       sleep
+	watchWait   watchWait
+	sessionWait sessionWait
 	// replyZxid is the zxid of the reply to the task's call under way, 0
 	// before one came: the history's Operation.Zxid (a task makes one
 	// call at a time).
@@ -573,7 +574,7 @@ func (w *World) drive(next *task) {
 		w.baton = nil
 		t := next
 		if t.worker == nil {
-			t.worker = takeWorker(func() { w.runTask(t, t.fn) })
+			t.worker = takeWorker(w, t)
 		}
 		t.worker.resume()
 		if t.done && !t.parked {
