@@ -192,7 +192,7 @@ func (c *Client) sendCall(p *pending, onReply func(error), onOK, onNoNode watchT
 // instructions of each client call, and end's as many).
 func (c *Client) begin(op, path string) *Operation {
 	if !c.w.recordsCalls() {
-		return &c.scratch // end ignores it
+		return &c.w.scratch // end ignores it
 	}
 	return c.beginRecord(op, path)
 }
