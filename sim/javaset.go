@@ -57,6 +57,20 @@ type javaSet struct {
 	last     string
 	lastIn   bool
 	lastHash uint32
+
+	// firstHeads is storage for the table of the set's first insertion,
+	// made with the set (newJavaSet), nil once taken.
+	firstHeads []int32
+}
+
+// javaSetBlock is a new set with the storage of its first table and of
+// its first few members: allocated apart, the three were some 3% of the
+// allocations of an exploration, most of whose sets (a lock's children,
+// a session's ephemerals) stay small.
+type javaSetBlock struct {
+	set     javaSet
+	heads   [16]int32
+	entries [2]javaEntry
 }
 
 // javaEntry is a member in its bucket's chain, or a free slot (seq 0).
@@ -68,7 +82,14 @@ type javaEntry struct {
 }
 
 func newJavaSet(initialCapacity uint32) *javaSet {
-	return &javaSet{initial: initialCapacity}
+	b := new(javaSetBlock)
+	s := &b.set
+	s.initial = initialCapacity
+	if int(initialCapacity) <= len(b.heads) {
+		s.firstHeads = b.heads[:initialCapacity:initialCapacity]
+	}
+	s.entries = b.entries[:0]
+	return s
 }
 
 func (s *javaSet) len() int { return s.size }
@@ -139,7 +160,11 @@ func (s *javaSet) add(name string) bool {
 // the bucket, and finding it there panics, a simulator bug.
 func (s *javaSet) addHashed(name string, hash uint32) {
 	if len(s.heads) == 0 {
-		s.heads = make([]int32, s.initial)
+		if s.firstHeads != nil {
+			s.heads, s.firstHeads = s.firstHeads, nil // zero: nothing wrote it
+		} else {
+			s.heads = make([]int32, s.initial)
+		}
 	}
 	s.inserted++
 	slot := s.newSlot(javaEntry{name: name, hash: hash, seq: s.inserted})
