@@ -147,6 +147,9 @@ type connAuth struct {
 	addr    netip.Addr
 	ids     []authID // insertion order, no duplicates
 	ordered []authID // the set's iteration order, nil until needed
+	// first is the first storage of ids, for the "ip" id every
+	// connection starts with (openAuth).
+	first [1]authID
 }
 
 func (s *Server) openAuth(conn ConnID, addr netip.Addr) {
@@ -155,8 +158,12 @@ func (s *Server) openAuth(conn ConnID, addr netip.Addr) {
 	}
 	addr = addr.Unmap()
 	a := &connAuth{addr: addr}
+	a.ids = a.first[:0]
 	// NIOServerCnxn's constructor: addAuthInfo(new Id("ip", getHostAddress())).
-	a.add(authID{"ip", javaHostAddress(addr)})
+	if addr != s.hostAddr.addr || s.hostAddr.text == "" {
+		s.hostAddr.addr, s.hostAddr.text = addr, javaHostAddress(addr)
+	}
+	a.add(authID{"ip", s.hostAddr.text})
 	s.auth[conn] = a
 }
 

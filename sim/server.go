@@ -155,6 +155,16 @@ type serverSession struct {
 	conn       ConnID   // the connection it is attached to, 0 if none
 	ephemerals *javaSet // paths of its ephemeral nodes, in DataTree.ephemerals order
 	closing    bool     // expired: its closeSession is queued, requests get SESSIONEXPIRED
+	// passwdBuf holds passwd for a session the server made (newSession),
+	// which needs no allocation of its own.
+	passwdBuf [16]byte
+}
+
+// newSession returns a new session record, with its password.
+func newSession(id, timeoutMs int64) *serverSession {
+	sess := &serverSession{id: id, timeoutMs: timeoutMs}
+	sess.passwd = sessionPasswdInto(id, sess.passwdBuf[:])
+	return sess
 }
 
 // Server is a standalone ZooKeeper server as a pure state machine: requests,
@@ -223,6 +233,13 @@ type Server struct {
 	freeNodes []*znode
 	// names is the rest of the block childList carves child lists from.
 	names []string
+	// hostAddr is the last connection's address, and its text as
+	// javaHostAddress writes it: the clients of a run connect from a few
+	// addresses, again and again.
+	hostAddr struct {
+		addr netip.Addr
+		text string
+	}
 	// fired is fire's buffers for the connections each table's trigger
 	// fired, reused: allocated for each trigger, they were 3% of the
 	// allocations of an exploration.
@@ -407,7 +424,8 @@ func (s *Server) Connect(nowMs int64, conn ConnID, req ConnectRequest) {
 	if req.SessionID == 0 {
 		id := s.nextSessionID
 		s.nextSessionID++
-		sess := &serverSession{id: id, passwd: sessionPasswd(id), timeoutMs: timeout, conn: conn}
+		sess := newSession(id, timeout)
+		sess.conn = conn
 		s.addSession(sess)
 		s.setConn(conn, id)
 		s.touch(nowMs, sess)
@@ -441,8 +459,10 @@ func (s *Server) Connect(nowMs int64, conn ConnID, req ConnectRequest) {
 
 // sessionPasswd derives a session's password from its id; a real server
 // draws it at random, which a pure state machine may not.
-func sessionPasswd(id int64) []byte {
-	p := make([]byte, 16)
+func sessionPasswd(id int64) []byte { return sessionPasswdInto(id, make([]byte, 16)) }
+
+// sessionPasswdInto is sessionPasswd written into p, 16 bytes.
+func sessionPasswdInto(id int64, p []byte) []byte {
 	x := uint64(id)*0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019
 	for i := range p {
 		x ^= x >> 29
@@ -656,6 +676,11 @@ func (s *Server) addSession(sess *serverSession) {
 		panic(fmt.Sprintf("sim: session %#x added twice", sess.id))
 	}
 	s.sessions[sess.id] = sess
+	if s.sessionsByID == nil {
+		// Room for a run's few clients at once: grown one by one, the
+		// list took four allocations where one does.
+		s.sessionsByID = make([]*serverSession, 0, 8)
+	}
 	i, _ := slices.BinarySearchFunc(s.sessionsByID, sess.id, func(x *serverSession, id int64) int { return cmp.Compare(x.id, id) })
 	s.sessionsByID = slices.Insert(s.sessionsByID, i, sess)
 }

@@ -348,7 +348,7 @@ func (s *Server) ApplyRecord(r *TxnRecord) {
 			panic(fmt.Sprintf("sim: %v: the session exists already", r))
 		}
 		t := s.begin()
-		sess := &serverSession{id: r.Session, passwd: sessionPasswd(r.Session), timeoutMs: r.TimeoutMs}
+		sess := newSession(r.Session, r.TimeoutMs)
 		s.addSession(sess)
 		s.touch(r.TimeMs, sess)
 		if onThis && s.conns[r.Conn] == 0 {

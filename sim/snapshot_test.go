@@ -278,6 +278,8 @@ func TestSnapshotKnowsEveryServerField(t *testing.T) {
 		"names",
 		// fire's buffers for the connections it fired, read within one trigger
 		"fired",
+		// a cache of the text of the last connection's address
+		"hostAddr",
 		// a cache of lookups in the tree, which a restored server rebuilds
 		"lookups",
 		// the sessions again, in id order, which restoring them rebuilds
