@@ -151,7 +151,7 @@ func TestReadWriteSharing(t *testing.T) {
 				// machine cannot reorder the creates on a real server.
 				roles := []struct {
 					write bool
-					after int // nodes in dir before the role starts
+					after int // the writer: readers holding; a reader: nodes in dir; before the role starts
 				}{{false, 0}, {false, 0}, {false, 0}, {true, 3}, {false, 4}}
 				var readersIn atomic.Int32
 				for i, role := range roles {
