@@ -382,6 +382,24 @@ type nodeMaker struct {
 	// The semaphore pins its lease node to the session of its gate node,
 	// so that a lease node is only ever added in the gate.
 	session int64
+	// renew, when set, gives the client a new session during a campaign
+	// once it has been disconnected for a connection timeout (Curator's
+	// reset of its handle; leader-latch). A node made in an earlier
+	// session is then not the candidate's own, whatever the listing
+	// says: a grant is checked against the node's owner. A request on the
+	// handle it replaced fails with zk.ErrClosing (renewedUnder).
+	renew *sessionRenewal
+}
+
+// renewedUnder reports whether err is the failure of a request made on a
+// handle that the campaign's listener has replaced since it read
+// renewals (sessionRenewal.count): the request went, if at all, to the
+// session the listener gave up, and the client goes on in a new one. On
+// a real server this is a request go-zookeeper queued while the
+// connection was down and failed when the old handle closed (its Close
+// flushes the requests it has not sent with ErrClosing).
+func (m *nodeMaker) renewedUnder(err error, renewals uint64) bool {
+	return errors.Is(err, zk.ErrClosing) && m.renew.replacedSince(renewals)
 }
 
 func (m *nodeMaker) ephemeral() bool { return m.flags&zk.FlagEphemeral != 0 }
@@ -395,6 +413,7 @@ func (m *nodeMaker) create(ctx context.Context, kind string) (lockNode, error) {
 	guid := m.conn.GUID()
 	ambiguous := int64(0) // the session of a create whose outcome is unknown
 	for range connectionRetriesMax {
+		renewals := m.renew.count()
 		s, err := awaitSession(ctx, m.conn)
 		if err != nil {
 			m.settleAbandoned(ctx, guid, ambiguous)
@@ -409,7 +428,7 @@ func (m *nodeMaker) create(ctx context.Context, kind string) (lockNode, error) {
 			if ambiguous == s.ID {
 				node, found, err := m.find(ctx, guid, s.ID)
 				switch {
-				case isConnectionLoss(err) || isSessionLoss(err):
+				case isConnectionLoss(err) || isSessionLoss(err) || m.renewedUnder(err, renewals):
 					continue
 				case err != nil:
 					m.settleAbandoned(ctx, guid, ambiguous)
@@ -441,10 +460,14 @@ func (m *nodeMaker) create(ctx context.Context, kind string) (lockNode, error) {
 		case err == nil:
 			return m.stamp(ctx, lockNode{path: created, session: s.ID, ephemeral: m.ephemeral()})
 		case errors.Is(err, zk.ErrNoNode):
-			if err := ensureDir(ctx, m.conn, m.dir); err != nil {
+			if err := ensureDir(ctx, m.conn, m.dir); err != nil && !m.renewedUnder(err, renewals) {
 				return lockNode{}, err
 			}
-		case isConnectionLoss(err):
+		case isConnectionLoss(err), m.renewedUnder(err, renewals):
+			// A create on a handle the listener replaced is as
+			// ambiguous as one whose reply was lost, in the session
+			// given up: the next attempt, in another session, forgets
+			// it (an ephemeral node of that session dies with it).
 			if m.protected {
 				ambiguous = s.ID
 			}
@@ -520,6 +543,7 @@ func (m *nodeMaker) find(ctx context.Context, guid string, session int64) (lockN
 // already, its session is: errSessionGone.
 func (m *nodeMaker) stamp(ctx context.Context, node lockNode) (lockNode, error) {
 	for range connectionRetriesMax {
+		renewals := m.renew.count()
 		ok, stat, err := m.conn.Exists(ctx, node.path)
 		switch {
 		case err == nil && ok:
@@ -537,6 +561,13 @@ func (m *nodeMaker) stamp(ctx context.Context, node lockNode) (lockNode, error) 
 				return node, errSessionGone
 			}
 		case isSessionLoss(err):
+			if node.ephemeral {
+				return node, errSessionGone
+			}
+		case m.renewedUnder(err, renewals):
+			// The listener gave the node's session up: an ephemeral
+			// node is not the candidate's own any more (await's check
+			// of its owner), and lives only until that session expires.
 			if node.ephemeral {
 				return node, errSessionGone
 			}
@@ -643,12 +674,6 @@ func mutexPredicate(kids []child, me int) (string, bool) {
 type queue struct {
 	nodeMaker
 	style waitStyle
-	// renew, when set, gives the client a new session during a campaign
-	// once it has been disconnected for a connection timeout (Curator's
-	// reset of its handle; leader-latch). A node made in an earlier
-	// session is then not the candidate's own, whatever the listing
-	// says: a grant is checked against the node's owner.
-	renew *sessionRenewal
 	// trustOldNode is old-session-latch's flaw: after a new session it
 	// keeps its node of the old session and leads on it, without
 	// comparing the node's owner (its ephemeralOwner) with its current
@@ -735,7 +760,7 @@ func (q *queue) await(ctx context.Context, node *lockNode, pred predicate, block
 			return nil
 		case err == nil && !waited:
 			return nil
-		case errors.Is(err, zk.ErrClosing) && q.renew.replacedSince(renewals):
+		case q.renewedUnder(err, renewals):
 			// The listener replaced the handle (NewSession): its
 			// requests failed and its watches ended. Look again in the
 			// new session.

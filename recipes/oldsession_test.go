@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/zklab/zklab/recipes"
 	"github.com/zklab/zklab/sim"
 )
@@ -124,4 +125,116 @@ func oldSessionStory(t *testing.T, b backend, wrap func(recipes.Conn) recipes.Co
 			}
 		})
 	}
+}
+
+// TestLeaderLatchRequestOnReplacedHandle: a request of c1's campaign is
+// made just as c1's connection breaks, and stays queued on the handle
+// until the latch's listener gives the session up (NewSession) and the old
+// handle's Close fails it with zk.ErrClosing. go-zookeeper does this to a
+// request it queued while disconnected (its Close flushes the requests
+// it has not sent), and zkconn hears of the disconnect on a goroutine of
+// its own, so the recipe can send one after the connection broke. The
+// simulated client knows its state at once; a wrapper holds the request
+// instead. Whether the request was c1's create or the read of its new
+// node's token, the campaign takes the failure for the renewal, goes on
+// in the new session and leads there, on a node of its own, alone.
+func TestLeaderLatchRequestOnReplacedHandle(t *testing.T) {
+	for _, op := range []string{"create", "exists"} {
+		t.Run(op, func(t *testing.T) {
+			r, _ := recipes.Lookup("leader-latch")
+			e := simBackend.open(t, 5)
+			const dir = "/election/replaced-handle"
+			c1, c2 := e.Conn(t), e.Conn(t)
+			held := &heldOnOldHandle{Conn: c1, op: op}
+			leaders, most := 0, 0
+			e.Go(c2, "c2", func(ctx context.Context) {
+				l, err := r.New(c2, dir, recipes.Options{}).Acquire(ctx)
+				if err != nil {
+					t.Errorf("c2: campaign: %v", err)
+					return
+				}
+				leaders++
+				most = max(most, leaders)
+				c2.Sleep(ctx, 3*time.Second)
+				leaders--
+				l.Release(ctx)
+			})
+			e.Go(c1, "c1", func(ctx context.Context) {
+				c1.Sleep(ctx, 100*time.Millisecond)
+				actx, cancel := within(c1, time.Minute)
+				defer cancel()
+				l, err := r.New(held, dir, recipes.Options{}).Acquire(actx)
+				if err != nil {
+					t.Errorf("c1: campaign: %v", err)
+					return
+				}
+				leaders++
+				most = max(most, leaders)
+				_, st, err := c1.Exists(ctx, l.Nodes()[0])
+				if err != nil {
+					t.Errorf("c1: reading its node: %v", err)
+				} else if s := c1.Session(); st.EphemeralOwner != s.ID {
+					t.Errorf("c1 leads on %s, owned by %#x, in session %#x", l.Nodes()[0], st.EphemeralOwner, s.ID)
+				}
+				leaders--
+				l.Release(ctx)
+			})
+			e.Go(c1, "fault", func(ctx context.Context) {
+				c1.Sleep(ctx, 300*time.Millisecond)
+				if err := e.Inject(c1, sim.FaultDisconnect, 2*time.Second); err != nil {
+					t.Error(err)
+				}
+			})
+			if err := e.Run(); err != nil {
+				t.Fatal(err)
+			}
+			if !held.failed {
+				t.Fatalf("c1's %s was never held on the old handle", op)
+			}
+			if most != 1 {
+				t.Errorf("at most %d leaders at once, want 1", most)
+			}
+		})
+	}
+}
+
+// heldOnOldHandle holds the first request of its kind (op: "create" or
+// "exists") made while the session is connected until the connection
+// breaks and the session is given up for another, then fails it with
+// zk.ErrClosing, as go-zookeeper fails a request it queued on a handle
+// that is closed.
+type heldOnOldHandle struct {
+	recipes.Conn
+	op     string
+	failed bool
+}
+
+func (c *heldOnOldHandle) hold(ctx context.Context, op string) error {
+	s := c.Session()
+	if c.failed || op != c.op || !s.Connected() {
+		return nil
+	}
+	old := s.ID
+	for s.ID == old {
+		var err error
+		if s, err = c.WaitSession(ctx, s); err != nil {
+			return err
+		}
+	}
+	c.failed = true
+	return zk.ErrClosing
+}
+
+func (c *heldOnOldHandle) Create(ctx context.Context, path string, data []byte, flags int32, acl []zk.ACL) (string, error) {
+	if err := c.hold(ctx, "create"); err != nil {
+		return "", err
+	}
+	return c.Conn.Create(ctx, path, data, flags, acl)
+}
+
+func (c *heldOnOldHandle) Exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
+	if err := c.hold(ctx, "exists"); err != nil {
+		return false, nil, err
+	}
+	return c.Conn.Exists(ctx, path)
 }
