@@ -396,8 +396,9 @@ type nodeMaker struct {
 // renewals (sessionRenewal.count): the request went, if at all, to the
 // session the listener gave up, and the client goes on in a new one. On
 // a real server this is a request go-zookeeper queued while the
-// connection was down and failed when the old handle closed (its Close
-// flushes the requests it has not sent with ErrClosing).
+// connection was down and failed when the old handle closed (v1.0.4's
+// conn.go, connect: a reconnect loop told to quit fails the requests it
+// has not sent with ErrClosing).
 func (m *nodeMaker) renewedUnder(err error, renewals uint64) bool {
 	return errors.Is(err, zk.ErrClosing) && m.renew.replacedSince(renewals)
 }

@@ -131,8 +131,8 @@ func oldSessionStory(t *testing.T, b backend, wrap func(recipes.Conn) recipes.Co
 // made just as c1's connection breaks, and stays queued on the handle
 // until the latch's listener gives the session up (NewSession) and the old
 // handle's Close fails it with zk.ErrClosing. go-zookeeper does this to a
-// request it queued while disconnected (its Close flushes the requests
-// it has not sent), and zkconn hears of the disconnect on a goroutine of
+// request it queued while disconnected (its reconnect loop, told to quit,
+// fails the requests it has not sent), and zkconn hears of the disconnect on a goroutine of
 // its own, so the recipe can send one after the connection broke. The
 // simulated client knows its state at once; a wrapper holds the request
 // instead. Whether the request was c1's create or the read of its new
