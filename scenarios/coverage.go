@@ -25,6 +25,12 @@ type Coverage struct {
 	Faults map[sim.FaultKind]map[string]int `json:"faults"`
 	// Events counts the events of Events that runs reached.
 	Events map[string]int `json:"events"`
+	// Requests counts the clients' requests that reached a server, by the
+	// phase of the client that sent them. A dropped request or reply
+	// strikes a request: in a phase in which none went out (fair-lock's
+	// holding: the lock is held without a word to ZooKeeper), it has
+	// nothing to strike (silent).
+	Requests map[string]int `json:"requests"`
 }
 
 // The phases of a client, as a lock recipe sees them. A recipe adds its
@@ -66,7 +72,7 @@ const (
 var Events = []string{EventLostCreateReply, EventLostDeleteReply, EventLostCreateRequest, EventExpiryHolding, EventExpiryWaiting, EventReconnectKept, EventWatchAfterReconnect, EventHerdWakeUp}
 
 func newCoverage() *Coverage {
-	return &Coverage{Faults: map[sim.FaultKind]map[string]int{}, Events: map[string]int{}}
+	return &Coverage{Faults: map[sim.FaultKind]map[string]int{}, Events: map[string]int{}, Requests: map[string]int{}}
 }
 
 func (c *Coverage) addFault(k sim.FaultKind, phase string, n int) {
@@ -98,6 +104,9 @@ func (c *Coverage) Add(o *Coverage) (novel bool) {
 			novel = true
 		}
 		c.Events[e] += n
+	}
+	for p, n := range o.Requests {
+		c.Requests[p] += n
 	}
 	return novel
 }
@@ -138,26 +147,34 @@ func (c *Coverage) phasesOf() []string {
 
 // unreachable says a fault kind cannot strike a phase: a dropped request
 // or reply is a request of the recipe's, and none goes out before the
-// first session or while the connection is down (the handshake is not
-// one), and a restart strikes the server, not a client connecting.
+// first session, while the connection is down (the handshake is not
+// one) or from a crashed process.
 func unreachable(k sim.FaultKind, phase string) bool {
 	switch k {
 	case sim.FaultDropRequest, sim.FaultDropReply:
-		return phase == PhaseConnecting || phase == PhaseReconnecting
+		return phase == PhaseConnecting || phase == PhaseReconnecting || phase == PhaseCrashed
 	}
 	return false
 }
 
+// silent reports whether fault kind k had nothing to strike in phase p
+// in c's runs: it drops a request or a reply, and no request went out
+// in p. Unlike unreachable it is a fact of these runs, not a rule: a
+// recipe may send requests in a phase another sends none in.
+func (c *Coverage) silent(k sim.FaultKind, p string) bool {
+	return (k == sim.FaultDropRequest || k == sim.FaultDropReply) && c.Runs > 0 && c.Requests[p] == 0
+}
+
 // Never lists what the runs never reached: every fault kind of kinds in
 // every phase of CoveredPhases (and of the recipe's own phases) it can
-// strike, and every event of Events, as "kind while phase" and event
-// names.
+// strike, and had something to strike (silent), and every event of
+// Events, as "kind while phase" and event names.
 func (c *Coverage) Never(kinds []sim.FaultKind) []string {
 	var never []string
 	own := slices.DeleteFunc(c.phasesOf(), func(p string) bool { return slices.Contains(Phases, p) })
 	for _, k := range kinds {
 		for _, p := range append(slices.Clone(CoveredPhases), own...) {
-			if c.Faults[k][p] == 0 && !unreachable(k, p) {
+			if c.Faults[k][p] == 0 && !unreachable(k, p) && !c.silent(k, p) {
 				never = append(never, fmt.Sprintf("%s while %s", k, p))
 			}
 		}
@@ -205,6 +222,8 @@ func (c *Coverage) Text(kinds []sim.FaultKind) string {
 			switch {
 			case n == 0 && unreachable(k, p):
 				cell = "."
+			case n == 0 && c.silent(k, p):
+				cell = "x"
 			case n == 0 && slices.Contains(CoveredPhases, p):
 				cell = "-"
 			}
@@ -212,7 +231,7 @@ func (c *Coverage) Text(kinds []sim.FaultKind) string {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("  (- never struck; . cannot strike)\n")
+	b.WriteString("  (- never struck; . cannot strike; x no request went out in that phase to strike)\n")
 	b.WriteString("events:\n")
 	for _, e := range Events {
 		n := c.Events[e]
@@ -489,6 +508,7 @@ func (r *coverageRecorder) follow(e *sim.Event) {
 			c := &r.clients[e.Client]
 			c.sent[c.sentPos] = sentRequest{e.Xid, e.Op}
 			c.sentPos = (c.sentPos + 1) % sentRing
+			r.cov.Requests[r.phase(e.Client)]++
 		}
 		// A change ends the herd of the notifications of the last one
 		// (herdVoid).

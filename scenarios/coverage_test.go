@@ -191,3 +191,46 @@ func TestHerdVoidIsDeleteOnChange(t *testing.T) {
 		}
 	})
 }
+
+// Fair-lock holds the lock without a word to ZooKeeper: no request goes
+// out while holding, so a dropped request or reply has nothing to strike
+// there. The report marks the cell x and does not list it as never
+// reached; a phase in which a request went out and no fault struck is
+// listed.
+func TestCoverageSilentPhase(t *testing.T) {
+	res, err := Explore(ExploreOptions{Recipe: "fair-lock", Strategy: StrategyRandom, Runs: 100, Seed: 1, Clients: 3})
+	if err != nil || res.Failure != nil {
+		t.Fatalf("explore: %v %+v", err, res)
+	}
+	c := res.Coverage
+	if c.Requests[PhaseHolding] != 0 {
+		t.Errorf("%d requests went out while holding, want none: %v", c.Requests[PhaseHolding], c.Requests)
+	}
+	for _, p := range []string{PhaseCreating, PhaseListing, PhaseReleasing} {
+		if c.Requests[p] == 0 {
+			t.Errorf("no request went out while %s: %v", p, c.Requests)
+		}
+	}
+	never := c.Never(sim.FaultKinds)
+	for _, k := range []sim.FaultKind{sim.FaultDropRequest, sim.FaultDropReply} {
+		if !c.silent(k, PhaseHolding) || slices.Contains(never, string(k)+" while holding") {
+			t.Errorf("%s while holding: silent %v, listed as never reached in %v", k, c.silent(k, PhaseHolding), never)
+		}
+	}
+	if c.silent(sim.FaultPause, PhaseHolding) {
+		t.Error("a pause has something to strike in every phase")
+	}
+	text := c.Text(sim.FaultKinds)
+	for _, line := range strings.Split(text, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && (f[0] == "drop-request" || f[0] == "drop-reply") && !slices.Contains(f, "x") {
+			t.Errorf("the report does not mark holding x for %s:\n%s", f[0], text)
+		}
+	}
+
+	// Once a request went out while holding and no drop struck it, the
+	// report lists the gap.
+	c.Requests[PhaseHolding] = 1
+	if c.silent(sim.FaultDropRequest, PhaseHolding) || !slices.Contains(c.Never(sim.FaultKinds), "drop-request while holding") {
+		t.Errorf("with a request while holding, drop-request while holding is not listed: %v", c.Never(sim.FaultKinds))
+	}
+}
