@@ -234,3 +234,33 @@ func TestCoverageSilentPhase(t *testing.T) {
 		t.Errorf("with a request while holding, drop-request while holding is not listed: %v", c.Never(sim.FaultKinds))
 	}
 }
+
+// The fault-directed strategy stops aiming a dropped request or reply at
+// a phase in which no request went out once it has seen aimEvidenceRuns
+// runs, and aims every other kind there still.
+func TestAimSkipsSilentPhases(t *testing.T) {
+	seen := newCoverage()
+	for _, p := range []string{PhaseCreating, PhaseListing, PhaseWaiting, PhaseAcquiring, PhaseReleasing, PhaseIdle} {
+		seen.Requests[p] = 10
+	}
+	for _, tc := range []struct {
+		runs, holdingRequests int
+		kind                  sim.FaultKind
+		aimed                 bool
+	}{
+		{aimEvidenceRuns - 1, 0, sim.FaultDropRequest, true},
+		{aimEvidenceRuns, 0, sim.FaultDropRequest, false},
+		{aimEvidenceRuns, 0, sim.FaultDropReply, false},
+		{aimEvidenceRuns, 0, sim.FaultPause, true},
+		{aimEvidenceRuns, 1, sim.FaultDropRequest, true},
+	} {
+		seen.Runs, seen.Requests[PhaseHolding] = tc.runs, tc.holdingRequests
+		phases := aimPhases(seen, tc.kind)
+		if got := slices.Contains(phases, PhaseHolding); got != tc.aimed {
+			t.Errorf("%d runs, %d requests while holding: %s aimed at holding %v, want %v (%v)", tc.runs, tc.holdingRequests, tc.kind, got, tc.aimed, phases)
+		}
+		if !slices.Contains(phases, PhaseCreating) {
+			t.Errorf("%s not aimed at creating: %v", tc.kind, phases)
+		}
+	}
+}

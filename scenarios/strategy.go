@@ -41,6 +41,15 @@ func strategyOf(s string, g int) string {
 // struck n times as often weighs about 1/n of it.
 const aimWeightMax = 8
 
+// aimEvidenceRuns is the number of runs seen after which a dropped request
+// or reply is no longer aimed at a phase in which no request went out
+// (Coverage.silent). Aimed there, it strikes the client's next request,
+// in the phase after (fair-lock's release, after holding), and the phase
+// it was aimed at, never struck, kept the greatest weight: by the
+// weights, more than half of the dropped requests and replies of
+// directed schedules of fair-lock were aimed at holding.
+const aimEvidenceRuns = 50
+
 // aimPhases are the phases a fault of kind k may be aimed at.
 func aimPhases(seen *Coverage, k sim.FaultKind) []string {
 	phases := append(slices.Clone(CoveredPhases), PhaseAcquiring, PhaseIdle)
@@ -49,7 +58,9 @@ func aimPhases(seen *Coverage, k sim.FaultKind) []string {
 			phases = append(phases, p)
 		}
 	}
-	return slices.DeleteFunc(phases, func(p string) bool { return unreachable(k, p) })
+	return slices.DeleteFunc(phases, func(p string) bool {
+		return unreachable(k, p) || seen.Runs >= aimEvidenceRuns && seen.silent(k, p)
+	})
 }
 
 // drawAimedFaults draws the faults of a fault-directed run through t:
