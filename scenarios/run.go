@@ -460,7 +460,7 @@ func (r *runner) run() *Result {
 		res.Report = r.report(steps)
 	}
 	if r.opts.Coverage {
-		res.Coverage = r.cov.cov
+		res.Coverage = r.cov.result()
 	}
 	res.run = r
 	return res
