@@ -77,6 +77,11 @@ type history struct {
 	// to, many to an allocation.
 	lockChunk   chunk[lockRec]
 	updateChunk chunk[updateRec]
+	// open counts the holds granted and not yet released (granted, not
+	// reentered, no release called): with none, a grant falls inside no
+	// hold, and holding need not walk every lock cycle of the run, as it
+	// did at each grant.
+	open int
 }
 
 // A chunk stores records in arrays that never move, so that a pointer to
@@ -157,6 +162,9 @@ func (h *history) reserve(n int, b *runBuffers) {
 // a hold the client already has: an earlier grant of its, not yet
 // released, on the same nodes with the same token (a reentrant acquire).
 func (h *history) holding(client int, l *lockRec) bool {
+	if h.open == 0 {
+		return false
+	}
 	for _, o := range h.locks {
 		if o == l || o.client != client || !o.granted || o.releaseCalled || o.reentered {
 			continue

@@ -227,6 +227,9 @@ func (w *Worker) acquireSide(ctx context.Context, call func(context.Context) (Le
 	if err == nil {
 		l.granted, l.token, l.session, l.nodes = true, lease.Token(), lease.SessionID(), lease.Nodes()
 		l.reentered = r.hist.holding(i, l)
+		if !l.reentered {
+			r.hist.open++
+		}
 		l.held = Held{Lease: lease, rec: l}
 		r.obs.tree.holdLives(l)
 	}
@@ -282,6 +285,9 @@ func (w *Worker) Update(ctx context.Context, held *Held) bool {
 func (w *Worker) Release(ctx context.Context, held *Held) error {
 	r, i, l := w.r, w.client, held.rec
 	r.lock()
+	if l.granted && !l.releaseCalled && !l.reentered {
+		r.hist.open-- // the hold ends for holding
+	}
 	l.releaseCall, l.releaseCallTime, l.releaseCalled = r.step(), r.now(), true
 	r.unlock()
 	r.cov.setSection(i, PhaseReleasing)
