@@ -577,7 +577,7 @@ func (r *runner) checkOverlap(name string, lastStep uint64) CheckResult {
 		}
 		spans = append(spans, span{rec: l, start: l.acquireReturn, end: end})
 	}
-	sortNearlyOrdered(spans, func(s span) uint64 { return s.start }) // in the order of the acquires' calls, nearly that of their starts
+	sortSpansByStart(spans) // in the order of the acquires' calls, nearly that of their starts
 	for _, s := range spans {
 		// The spans that ended by s's start leave, the others keep their
 		// order: DeleteFunc's, without its closure's call for each span

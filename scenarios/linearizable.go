@@ -64,7 +64,7 @@ func returnOrder(order []int32, n int, ret func(i int) int64) []int32 {
 	}
 	// A run's operations come nearly in return order: an acquire returns
 	// in call order, a release a few places late.
-	sortNearlyOrdered(keyed, func(k retIndex) int64 { return k.ret })
+	sortByReturn(keyed)
 	for _, k := range keyed {
 		order = append(order, k.i)
 	}
@@ -77,33 +77,47 @@ type retIndex struct {
 	i   int32
 }
 
-// sortNearlyOrdered sorts s by key, stably, for a slice that comes nearly
-// in order (a run's operations by return, its leases' spans by start):
-// an insertion sort moves each element a few places, where
-// SortStableFunc's merges called the comparison all along (0.5% of an
-// exploration). Past insertionOrderMax elements, SortStableFunc bounds
-// the work whatever the order.
+// sortByReturn sorts s by return, stably, for a slice that comes nearly
+// in order (a run's operations by return): an insertion sort moves each
+// element a few places, where SortStableFunc's merges called the
+// comparison all along (0.5% of an exploration). Past insertionOrderMax
+// elements, SortStableFunc bounds the work whatever the order.
 //
-// key takes an element by value: a key that took its address made s
-// escape (the generic code calls key through its dictionary, where escape
-// analysis cannot follow), and with it returnOrder's stack array, 8 KB
-// allocated on the heap twice a run (8% of an exploration's bytes).
-func sortNearlyOrdered[T any, K cmp.Ordered](s []T, key func(T) K) {
+// It and sortSpansByStart read their keys as fields: the generic sort
+// they replace called a key function through its dictionary for every
+// comparison, which no inlining could reach (0.6% of an exploration).
+func sortByReturn(s []retIndex) {
 	if len(s) > insertionOrderMax {
-		slices.SortStableFunc(s, func(a, b T) int { return cmp.Compare(key(a), key(b)) })
+		slices.SortStableFunc(s, func(a, b retIndex) int { return cmp.Compare(a.ret, b.ret) })
 		return
 	}
 	for i := 1; i < len(s); i++ {
 		v, j := s[i], i
-		k := key(v)
-		for ; j > 0 && key(s[j-1]) > k; j-- { // past greater keys only: stable
+		for ; j > 0 && s[j-1].ret > v.ret; j-- { // past greater keys only: stable
 			s[j] = s[j-1]
 		}
 		s[j] = v
 	}
 }
 
-// insertionOrderMax is the most elements sortNearlyOrdered sorts by
+// sortSpansByStart sorts s by start, stably, as sortByReturn does: a
+// run's leases' spans come in the order of the acquires' calls, nearly
+// that of their starts.
+func sortSpansByStart(s []span) {
+	if len(s) > insertionOrderMax {
+		slices.SortStableFunc(s, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+		return
+	}
+	for i := 1; i < len(s); i++ {
+		v, j := s[i], i
+		for ; j > 0 && s[j-1].start > v.start; j-- {
+			s[j] = s[j-1]
+		}
+		s[j] = v
+	}
+}
+
+// insertionOrderMax is the most elements sortByReturn sorts by
 // insertion: a history of a few hundred operations, nearly in order.
 const insertionOrderMax = 512
 
