@@ -233,12 +233,14 @@ func (v *Verdict) Expectations(exp []Expectation) []string {
 }
 
 func (r *runner) check(znodeOps []sim.Operation, lastStep uint64) *Verdict {
-	sc := r.sc
-	v := &Verdict{
-		Title: fmt.Sprintf("%s, %s × %s, %s store", sc.Recipe, Plural(sc.Clients, "client"), Plural(sc.Cycles, "cycle"), sc.Store),
-		Steps: lastStep,
-		Time:  r.endTime,
-	}
+	// The verdict comes in one allocation with room for every check, and
+	// its title is built on the stack and allocated once: every run
+	// makes a verdict, and fmt's title (its arguments boxed, the counts
+	// written by Plural first) and the growing list of checks were a
+	// dozen allocations a run.
+	vc := &verdictAndChecks{}
+	v := &vc.v
+	*v = Verdict{Title: r.title(), Steps: lastStep, Time: r.endTime, Checks: vc.checks[:0]}
 	if r.real != nil {
 		v.Title += " on ZooKeeper at " + strings.Join(r.opts.ZK, ",")
 		v.Real = true
@@ -280,6 +282,29 @@ func (r *runner) check(znodeOps []sim.Operation, lastStep uint64) *Verdict {
 		}
 	}
 	return v
+}
+
+// verdictAndChecks is a verdict with the array of its checks: room for
+// every check a verdict lists (CheckNames; a verdict with more would
+// simply grow its list).
+type verdictAndChecks struct {
+	v      Verdict
+	checks [10]CheckResult
+}
+
+// title says what ran: "fair-lock, 5 clients × 10 cycles, fenced store".
+func (r *runner) title() string {
+	sc := r.sc
+	var buf [128]byte
+	b := append(buf[:0], sc.Recipe...)
+	b = append(b, ", "...)
+	b = appendPlural(b, sc.Clients, "client")
+	b = append(b, " × "...)
+	b = appendPlural(b, sc.Cycles, "cycle")
+	b = append(b, ", "...)
+	b = append(b, sc.Store...)
+	b = append(b, " store"...)
+	return string(b)
 }
 
 func firstLines(s string, n int) string {
@@ -395,7 +420,11 @@ func (r *runner) checkStore(timeout time.Duration) CheckResult {
 		res = checkLinearizable(m, boxOps(typed), timeout)
 	}
 	out := CheckResult{Name: CheckStore, Outcome: porcupineOutcome(res)}
-	out.Detail = fmt.Sprintf("value %d after %s", r.store.value, Plural(int(r.store.writes), "write"))
+	// "value N after M writes", in one allocation (fmt boxed the value
+	// and Plural's text).
+	var buf [64]byte
+	b := strconv.AppendInt(append(buf[:0], "value "...), r.store.value, 10)
+	out.Detail = string(appendPlural(append(b, " after "...), int(r.store.writes), "write"))
 	if len(r.store.lost) > 0 {
 		lu := r.store.lost[0]
 		out.Detail += fmt.Sprintf("; %s, the first at step %d: c%d (token %#x) wrote %d over %d, having read %d (c%d's update lost)",
