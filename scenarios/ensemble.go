@@ -172,7 +172,7 @@ func faultKindsFor(o *ExploreOptions, sc *Scenario) []sim.FaultKind {
 // one.
 func drawServerOf(t *rapid.T, sc *Scenario, f *sim.Fault) {
 	if namesServer(f.Kind) {
-		f.Server = rapid.IntRange(1, sc.Servers).Draw(t, "fault_server")
+		f.Server = intRange(1, sc.Servers).Draw(t, "fault_server")
 	}
 }
 

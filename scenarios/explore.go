@@ -272,17 +272,17 @@ func drawWorkload(t *rapid.T, o *ExploreOptions) *Scenario {
 	sc := &Scenario{
 		Recipe:         o.Recipe,
 		Leases:         o.Leases,
-		Clients:        rapid.IntRange(minClients, o.Clients).Draw(t, "clients"),
-		Cycles:         rapid.IntRange(minCycles, o.Cycles).Draw(t, "cycles"),
-		Hold:           time.Duration(rapid.IntRange(0, holdMaxMs(o.Hold)).Draw(t, "hold_ms")) * time.Millisecond,
+		Clients:        intRange(minClients, o.Clients).Draw(t, "clients"),
+		Cycles:         intRange(minCycles, o.Cycles).Draw(t, "cycles"),
+		Hold:           time.Duration(intRange(0, holdMaxMs(o.Hold)).Draw(t, "hold_ms")) * time.Millisecond,
 		Store:          o.Store,
 		SessionTimeout: o.SessionTimeout,
-		Seed:           rapid.Uint64Range(0, 1<<16).Draw(t, "seed"),
+		Seed:           seedGen.Draw(t, "seed"),
 	}
 	sc.Workload = o.Workload
 	if o.Leases > 1 || o.Recipe == "rw-lock" || o.Recipe == "herd-rw-lock" {
 		for c := 1; c <= sc.Clients; c++ {
-			if (o.Recipe == "rw-lock" || o.Recipe == "herd-rw-lock") && rapid.Bool().Draw(t, "reader") {
+			if (o.Recipe == "rw-lock" || o.Recipe == "herd-rw-lock") && boolGen.Draw(t, "reader") {
 				sc.Readers = append(sc.Readers, c)
 			}
 		}
@@ -293,7 +293,7 @@ func drawWorkload(t *rapid.T, o *ExploreOptions) *Scenario {
 
 // drawFaults draws the faults of a run at steps and times.
 func drawFaults(t *rapid.T, o *ExploreOptions, sc *Scenario) {
-	n := rapid.IntRange(0, o.MaxFaults).Draw(t, "faults")
+	n := intRange(0, o.MaxFaults).Draw(t, "faults")
 	restarted := false
 	kinds := faultKindsFor(o, sc)
 	if len(kinds) == 0 {
@@ -304,10 +304,10 @@ func drawFaults(t *rapid.T, o *ExploreOptions, sc *Scenario) {
 		// while clients hold, think or wait, so a time lands in someone's
 		// critical section more often than a step does.
 		var f sim.ScheduledFault
-		if rapid.Bool().Draw(t, "fault_at_time") {
-			f.AtTime = time.Duration(rapid.IntRange(1, faultTimeMaxMs).Draw(t, "fault_ms")) * time.Millisecond
+		if boolGen.Draw(t, "fault_at_time") {
+			f.AtTime = time.Duration(intRange(1, faultTimeMaxMs).Draw(t, "fault_ms")) * time.Millisecond
 		} else {
-			f.AtStep = uint64(rapid.IntRange(1, faultStepsPerCycle*sc.Clients*sc.Cycles).Draw(t, "fault_step"))
+			f.AtStep = uint64(intRange(1, faultStepsPerCycle*sc.Clients*sc.Cycles).Draw(t, "fault_step"))
 		}
 		f.Kind = rapid.SampledFrom(kinds).Draw(t, "fault_kind")
 		if f.Kind == sim.FaultRestart && restarted {
@@ -318,11 +318,11 @@ func drawFaults(t *rapid.T, o *ExploreOptions, sc *Scenario) {
 		}
 		restarted = restarted || f.Kind == sim.FaultRestart
 		if namesClient(f.Kind) {
-			f.Client = rapid.IntRange(1, sc.Clients).Draw(t, "fault_client")
+			f.Client = intRange(1, sc.Clients).Draw(t, "fault_client")
 		}
 		drawServerOf(t, sc, &f.Fault)
 		if lasts(f.Kind) {
-			f.Duration = rapid.SampledFrom(faultDurations).Draw(t, "fault_for")
+			f.Duration = faultDurationGen.Draw(t, "fault_for")
 		}
 		sc.Faults = append(sc.Faults, f)
 	}

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/zklab/zklab/sim"
@@ -77,10 +78,10 @@ func drawAimedFaults(t *rapid.T, o *ExploreOptions, sc *Scenario, seen *Coverage
 	if len(kinds) == 0 {
 		return nil
 	}
-	if staleSessionDrawable(o, sc, kinds) && rapid.IntRange(0, staleSessionOdds-1).Draw(t, "stale_session") == staleSessionOdds-1 {
+	if staleSessionDrawable(o, sc, kinds) && intRange(0, staleSessionOdds-1).Draw(t, "stale_session") == staleSessionOdds-1 {
 		return drawStaleSession(t, sc, seen)
 	}
-	n := rapid.IntRange(1, o.MaxFaults).Draw(t, "faults")
+	n := intRange(1, o.MaxFaults).Draw(t, "faults")
 	restarted := false
 	var out []phaseFault
 	for range n {
@@ -91,10 +92,10 @@ func drawAimedFaults(t *rapid.T, o *ExploreOptions, sc *Scenario, seen *Coverage
 		}
 		restarted = restarted || f.Kind == sim.FaultRestart
 		// A server fault too is aimed at a phase of a client's.
-		f.Client = rapid.IntRange(1, sc.Clients).Draw(t, "fault_client")
+		f.Client = intRange(1, sc.Clients).Draw(t, "fault_client")
 		drawServerOf(t, sc, &f.Fault)
 		if lasts(f.Kind) {
-			f.Duration = rapid.SampledFrom(faultDurations).Draw(t, "fault_for")
+			f.Duration = faultDurationGen.Draw(t, "fault_for")
 		}
 		f.Phase, f.Nth = drawAimedPhase(t, sc, seen, f.Kind)
 		out = append(out, f)
@@ -119,10 +120,10 @@ func drawAimedPhase(t *rapid.T, sc *Scenario, seen *Coverage, k sim.FaultKind) (
 			slots = append(slots, p)
 		}
 	}
-	phase = slots[rapid.IntRange(0, len(slots)-1).Draw(t, "fault_phase")]
+	phase = slots[intRange(0, len(slots)-1).Draw(t, "fault_phase")]
 	nth = 1
 	if phase != PhaseConnecting {
-		nth = rapid.IntRange(1, sc.Cycles).Draw(t, "fault_nth")
+		nth = intRange(1, sc.Cycles).Draw(t, "fault_nth")
 	}
 	return phase, nth
 }
@@ -190,13 +191,13 @@ func drawStaleSession(t *rapid.T, sc *Scenario, seen *Coverage) []phaseFault {
 	if timeout <= 0 {
 		timeout = defaultSessionTimeout
 	}
-	client := rapid.IntRange(1, sc.Clients).Draw(t, "fault_client")
+	client := intRange(1, sc.Clients).Draw(t, "fault_client")
 	// The phase is drawn uniformly, not by how often a pause struck it:
 	// the pair looks for a decision taken on a stale view, which the
 	// least struck phases (a recipe's own, entered seldom) rarely hold.
 	phases := slices.DeleteFunc(aimPhases(seen, sim.FaultPause), func(p string) bool { return !connectedPhase(p) })
 	phase := rapid.SampledFrom(phases).Draw(t, "fault_phase")
-	nth := rapid.IntRange(1, sc.Cycles).Draw(t, "fault_nth")
+	nth := intRange(1, sc.Cycles).Draw(t, "fault_nth")
 	// The pause ends a little after the leader expires the session, at
 	// the tick boundary after its timeout counted from the fault (a client
 	// last heard from a tick earlier expires a tick earlier, and wakes
@@ -205,8 +206,8 @@ func drawStaleSession(t *rapid.T, sc *Scenario, seen *Coverage) []phaseFault {
 	// length often wakes it into a run the others have finished). The lag
 	// outlasts the pause by a quarter of a timeout or more, so that the
 	// client wakes, reads and decides before the follower catches up.
-	past := time.Duration(rapid.IntRange(1, 1000).Draw(t, "wake_ms")) * time.Millisecond
-	lag := time.Duration(rapid.IntRange(1, 4).Draw(t, "lag_quarters")) * timeout / 4
+	past := time.Duration(intRange(1, 1000).Draw(t, "wake_ms")) * time.Millisecond
+	lag := time.Duration(intRange(1, 4).Draw(t, "lag_quarters")) * timeout / 4
 	return []phaseFault{
 		{Fault: sim.Fault{Kind: sim.FaultLag, Client: client, Duration: lag}, Phase: phase, Nth: nth, OnClientFollower: true, PastExpiry: past, SessionTimeout: timeout},
 		{Fault: sim.Fault{Kind: sim.FaultPause, Client: client}, Phase: phase, Nth: nth, PastExpiry: past, SessionTimeout: timeout},
@@ -227,7 +228,6 @@ type Source interface {
 type RapidSource struct {
 	T       *rapid.T
 	Label   string
-	bigGens map[int]*rapid.Generator[int] // by n, for n past smallGens; looked up, never ranged over
 	failure any
 }
 
@@ -246,6 +246,53 @@ var smallGens = func() (gens [sourceSmallN]*rapid.Generator[int]) {
 	return gens
 }()
 
+// intRanges holds the generators intRange made, by range, for every
+// exploration of the process: as smallGens, for the ranges a run's
+// scenario and faults are drawn from, which each run built afresh (a
+// dozen generators, two allocations each).
+var intRanges struct {
+	sync.Mutex
+	gens map[[2]int]*rapid.Generator[int]
+}
+
+// intRangesMax bounds the generators intRanges keeps: the ranges an
+// exploration draws from are a few, set by its options; past the bound
+// a generator is made for each draw, as rapid.IntRange is.
+const intRangesMax = 1024
+
+// intRange is rapid.IntRange(lo, hi): a generator drawing from it is the
+// same whoever made it, so one is made for each range.
+func intRange(lo, hi int) *rapid.Generator[int] {
+	if hi-lo < sourceSmallN-1 && lo == 0 && hi >= 0 {
+		return smallGens[hi+1]
+	}
+	key := [2]int{lo, hi}
+	intRanges.Lock()
+	g := intRanges.gens[key]
+	intRanges.Unlock()
+	if g != nil {
+		return g
+	}
+	g = rapid.IntRange(lo, hi) // outside the lock: a bad range panics
+	intRanges.Lock()
+	if intRanges.gens == nil {
+		intRanges.gens = map[[2]int]*rapid.Generator[int]{}
+	}
+	if len(intRanges.gens) < intRangesMax {
+		intRanges.gens[key] = g
+	}
+	intRanges.Unlock()
+	return g
+}
+
+// The generators of the draws that take no range, one each for every
+// run, as smallGens.
+var (
+	boolGen          = rapid.Bool()
+	seedGen          = rapid.Uint64Range(0, 1<<16)
+	faultDurationGen = rapid.SampledFrom(faultDurations)
+)
+
 // Draw draws an index below n.
 func (s *RapidSource) Draw(n int) (v int) {
 	if s.failure != nil || n <= 1 {
@@ -255,13 +302,7 @@ func (s *RapidSource) Draw(n int) (v int) {
 	if n < sourceSmallN {
 		g = smallGens[n]
 	} else {
-		if s.bigGens == nil {
-			s.bigGens = map[int]*rapid.Generator[int]{}
-		}
-		if g = s.bigGens[n]; g == nil {
-			g = rapid.IntRange(0, n-1)
-			s.bigGens[n] = g
-		}
+		g = intRange(0, n-1)
 	}
 	// The deferred closure recovers only when the draw did not return:
 	// a draw that fails panics, and one of a run's 570 that succeeds
