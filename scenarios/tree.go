@@ -387,21 +387,35 @@ func (t *serverTree) lifeAt(p string, step uint64) *znodeLife {
 // addDir notes a directory a create went to, and reports whether it is
 // new.
 func (t *serverTree) addDir(dir string) bool {
-	i, ok := slices.BinarySearch(t.dirList, dir)
-	if ok {
+	if t.hasDir(dir) {
 		return false
 	}
+	i, _ := slices.BinarySearch(t.dirList, dir)
 	t.dirList = slices.Insert(t.dirList, i, dir)
 	return true
 }
 
-// hasDir reports whether a create went to dir: a binary search of the
-// few directories a run has (the lock's and its parents), where a map
-// beside them hashed the directory's path after every create.
+// hasDir reports whether a create went to dir: a walk of the few
+// directories a run has (the lock's and its parents), where a map beside
+// them hashed the directory's path after every create. Paths of another
+// length are told apart without reading them: the walk costs a third of
+// the binary search, which ordered strings at each halving (and still
+// does past dirScanMax directories).
 func (t *serverTree) hasDir(dir string) bool {
-	_, ok := slices.BinarySearch(t.dirList, dir)
-	return ok
+	if len(t.dirList) > dirScanMax {
+		_, ok := slices.BinarySearch(t.dirList, dir)
+		return ok
+	}
+	for _, d := range t.dirList {
+		if d == dir {
+			return true
+		}
+	}
+	return false
 }
+
+// dirScanMax is the most directories hasDir walks.
+const dirScanMax = 8
 
 // dirPaths is the directories creates went to, in order, as they stand
 // now: scanning them may add none (scanDir adds the one it scans, which
