@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -43,12 +44,12 @@ type Constructor func(c recipes.Conn, path string, o recipes.Options) Lock
 
 // FromRecipe adapts a constructor of the recipes package (Recipe.New).
 func FromRecipe(newLock func(c recipes.Conn, path string, o recipes.Options) recipes.Lock) Constructor {
-	return func(c recipes.Conn, path string, o recipes.Options) Lock { return recipeLock{newLock(c, path, o)} }
+	return func(c recipes.Conn, path string, o recipes.Options) Lock { return &recipeLock{newLock(c, path, o)} }
 }
 
 type recipeLock struct{ l recipes.Lock }
 
-func (r recipeLock) Acquire(ctx context.Context) (Lease, error) {
+func (r *recipeLock) Acquire(ctx context.Context) (Lease, error) {
 	l, err := r.l.Acquire(ctx)
 	if l == nil {
 		return nil, err
@@ -178,8 +179,9 @@ func Run(sc *Scenario, o RunOptions) (*Result, error) {
 	sc.fillDefaults()
 	ctor := o.Recipe
 	lockKind := cmpOr(o.Lock, sc.Lock)
+	var recipeNew func(c recipes.Conn, path string, o recipes.Options) recipes.Lock
 	if r, ok := recipes.Lookup(sc.Recipe); ok && ctor == nil {
-		ctor = FromRecipe(r.New)
+		ctor, recipeNew = FromRecipe(r.New), r.New
 		if lockKind == "" {
 			lockKind = lockModelFor(r.Name, sc)
 		}
@@ -217,6 +219,7 @@ func Run(sc *Scenario, o RunOptions) (*Result, error) {
 		return runOnZK(sc, o, ctor, lockKind, program)
 	}
 	r := newRunner(sc, o, ctor, lockKind, program)
+	r.recipeNew = recipeNew
 	return r.run(), nil
 }
 
@@ -241,11 +244,14 @@ func (r *runner) now() time.Duration {
 // runner holds one run: on the simulator (w), or on a real ZooKeeper
 // (real).
 type runner struct {
-	sc       *Scenario
-	opts     RunOptions
-	ctor     Constructor
-	program  Workload
-	lockKind string
+	sc   *Scenario
+	opts RunOptions
+	ctor Constructor
+	// recipeNew is the registry's constructor that ctor adapts, for a
+	// recipe of the registry (nil for a user's).
+	recipeNew func(c recipes.Conn, path string, o recipes.Options) recipes.Lock
+	program   Workload
+	lockKind  string
 	// shared is the user's value of the run (Worker.Shared).
 	shared   any
 	lockPath string
@@ -373,18 +379,26 @@ func (r *runner) run() *Result {
 	if err := r.setupAccess(); err != nil {
 		r.runErr = fmt.Errorf("access setup: %w", err)
 	}
-	// The clients' connections and workers, in one allocation, not two
-	// each.
+	// The clients' connections, workers and a registry recipe's adapted
+	// handles, in one allocation, not three each: ctor allocates its
+	// recipeLock on its own.
 	parts := make([]struct {
 		conn   observedConn
 		worker Worker
+		lock   recipeLock
 	}, r.sc.Clients)
 	for i := 1; i <= r.sc.Clients; i++ {
 		c, p := r.clients[i-1], &parts[i-1]
 		p.conn = observedConn{Conn: c, r: r, client: i}
-		lock := r.ctor(&p.conn, r.lockPath, r.sc.options(i))
+		var lock Lock
+		if r.recipeNew != nil {
+			p.lock = recipeLock{r.recipeNew(&p.conn, r.lockPath, r.sc.options(i))}
+			lock = &p.lock
+		} else {
+			lock = r.ctor(&p.conn, r.lockPath, r.sc.options(i))
+		}
 		p.worker = Worker{r: r, client: i, conn: &p.conn, lock: lock}
-		r.w.Go(c, fmt.Sprintf("c%d", i), r.workload(i, &p.worker))
+		r.w.Go(c, taskName(i), r.workload(i, &p.worker))
 	}
 	maxWall := cmpOr(r.opts.MaxWallTime, MaxWallTime)
 	start := time.Now() // the wall-time limit's only reading of the clock
@@ -528,6 +542,23 @@ func (r *runner) allDone() bool {
 // workload is client i's task: the scenario's workload program (the
 // default, cycles: acquire, update the store, release, think), then close
 // the session.
+// taskNames are the names of the clients' tasks, "c1" and on, written
+// once for every run: fmt wrote each client's at every run.
+var taskNames = func() (names [MaxClients + 1]string) {
+	for i := range names {
+		names[i] = "c" + strconv.Itoa(i)
+	}
+	return names
+}()
+
+// taskName is the name of client i's task.
+func taskName(i int) string {
+	if i >= 0 && i < len(taskNames) {
+		return taskNames[i]
+	}
+	return fmt.Sprintf("c%d", i)
+}
+
 func (r *runner) workload(i int, w *Worker) func(ctx context.Context) {
 	return func(ctx context.Context) {
 		defer func() {

@@ -182,7 +182,7 @@ type TryLock interface {
 	TryAcquire(ctx context.Context) (Lease, error)
 }
 
-func (r recipeLock) TryAcquire(ctx context.Context) (Lease, error) {
+func (r *recipeLock) TryAcquire(ctx context.Context) (Lease, error) {
 	l, err := r.l.TryAcquire(ctx)
 	if l == nil {
 		return nil, err
@@ -317,7 +317,7 @@ type ReentrantLock interface {
 // is a second grant, which the lock's checks judge as one). It refuses
 // with ErrNotReentrant a user's lock that does not say it is reentrant.
 func (w *Worker) Reacquire(ctx context.Context, held *Held) (*Held, error) {
-	if _, ok := w.lock.(recipeLock); !ok {
+	if _, ok := w.lock.(*recipeLock); !ok {
 		if rl, ok := w.lock.(ReentrantLock); !ok || !rl.Reentrant() {
 			return nil, ErrNotReentrant
 		}
@@ -517,7 +517,7 @@ func readThenWriteWorkload(ctx context.Context, w *Worker) error {
 // LockOf adapts one handle of the recipes package (a lock, or a leader
 // election whose Acquire campaigns and whose lease is the term) to the
 // testbed's Lock.
-func LockOf(l recipes.Lock) Lock { return recipeLock{l} }
+func LockOf(l recipes.Lock) Lock { return &recipeLock{l} }
 
 // Election reports whether the scenario's clients campaign for
 // leadership: its recipe is a leader election (recipes.Recipe.Election)
