@@ -182,6 +182,19 @@ type markRec struct {
 	step   uint64
 	client int
 	text   string
+	// A fault's mark keeps its event's op and detail, and its text
+	// (faultText) is written only when the timeline is: it was allocated
+	// for each fault of each run, and few runs' timelines are read.
+	fault             bool
+	faultOp, faultDet string
+}
+
+// line is what the timeline says of the mark.
+func (m markRec) line() string {
+	if m.fault {
+		return faultTextOf(m.faultOp, m.faultDet)
+	}
+	return m.text
 }
 
 func (h *history) add(l lockRec) *lockRec {
@@ -255,7 +268,7 @@ func (h *history) text() string {
 		}
 	}
 	for _, m := range h.marks {
-		add(m.step, m.client, "%s", m.text)
+		add(m.step, m.client, "%s", m.line())
 	}
 	slices.SortStableFunc(lines, func(a, b line) int {
 		if a.step != b.step {
@@ -415,8 +428,12 @@ func (o *observer) TraceKinds() []string {
 	if o.keep || o.report || o.everyEvent {
 		return nil
 	}
-	return []string{"session", "apply", "server", "watch", "fault"}
+	return observedKinds
 }
+
+// observedKinds are the kinds TraceKinds lists, one list for every run
+// (the world only reads it).
+var observedKinds = []string{"session", "apply", "server", "watch", "fault"}
 
 // Event implements sim.TraceSink.
 func (o *observer) Event(e sim.Event) {
@@ -463,7 +480,7 @@ func (o *observer) Event(e sim.Event) {
 			o.notifications++
 		}
 	case "fault":
-		o.mark(e.Step, e.Client, faultText(e))
+		o.markFault(&e)
 		if strings.HasPrefix(e.Detail, "partition healed") || strings.HasPrefix(e.Detail, "pause ended") || strings.HasPrefix(e.Detail, "server up") {
 			o.lastFaultEnd = max(o.lastFaultEnd, e.Time)
 			return
@@ -477,13 +494,13 @@ func (o *observer) Event(e sim.Event) {
 			o.injected = append(o.injected, in)
 		}
 		o.lastFaultEnd = max(o.lastFaultEnd, e.Time)
-		if strings.HasPrefix(e.Detail, string(sim.FaultCrash)+" ") {
+		if hasWord(e.Detail, string(sim.FaultCrash)) {
 			if _, ok := o.crashStep[e.Client]; !ok {
 				o.crashStep[e.Client] = e.Step
 			}
 		}
 		for _, k := range []sim.FaultKind{sim.FaultPartition, sim.FaultPause, sim.FaultDisconnect, sim.FaultRestart} {
-			if strings.HasPrefix(e.Detail, string(k)+" ") {
+			if hasWord(e.Detail, string(k)) {
 				if _, d, ok := strings.Cut(e.Detail, "for="); ok {
 					if dur, err := time.ParseDuration(d); err == nil {
 						o.lastFaultEnd = max(o.lastFaultEnd, e.Time+dur)
@@ -494,6 +511,14 @@ func (o *observer) Event(e sim.Event) {
 	}
 }
 
+// markFault adds the fault of event e to the history's timeline, as
+// mark(e.Step, e.Client, faultText(e)) would.
+func (o *observer) markFault(e *sim.Event) {
+	if o.hist != nil {
+		o.hist.marks = append(o.hist.marks, markRec{step: e.Step, client: e.Client, fault: true, faultOp: e.Op, faultDet: e.Detail})
+	}
+}
+
 // mark adds a line to the history's timeline.
 func (o *observer) mark(step uint64, client int, text string) {
 	if o.hist != nil {
@@ -501,13 +526,23 @@ func (o *observer) mark(step uint64, client int, text string) {
 	}
 }
 
+// hasWord reports whether s begins with the word w and a space: what
+// strings.HasPrefix(s, w+" ") says, without writing w+" " for every
+// fault kind at every fault.
+func hasWord(s, w string) bool {
+	return len(s) > len(w) && s[len(w)] == ' ' && s[:len(w)] == w
+}
+
 // faultText is a fault's event as the timeline says it: the fault as the
 // scenario writes it, or what it did (a request or reply dropped).
-func faultText(e sim.Event) string {
-	if e.Op != "" {
-		return fmt.Sprintf("fault: %s %s", e.Op, e.Detail)
+func faultText(e sim.Event) string { return faultTextOf(e.Op, e.Detail) }
+
+// faultTextOf is faultText of an event with op and detail.
+func faultTextOf(op, detail string) string {
+	if op != "" {
+		return fmt.Sprintf("fault: %s %s", op, detail)
 	}
-	return "fault: " + e.Detail
+	return "fault: " + detail
 }
 
 // sessionEnd is the step at which the server ended session s: its
