@@ -341,9 +341,16 @@ func (r *runner) lock() {
 // unlock releases what lock took.
 func (r *runner) unlock() {
 	if r.real != nil {
-		r.mu.Unlock()
+		r.unlockReal()
 	}
 }
+
+// unlockReal is unlock on a real server, out of line so that unlock
+// stays within the inliner's budget: with Unlock's fast path in line it
+// did not, and was called a dozen times a lock cycle for nothing.
+//
+//go:noinline
+func (r *runner) unlockReal() { r.mu.Unlock() }
 
 // quietPeriod is how long after the last fault the world is left alone
 // before a waiter that has not acquired counts as stuck: long enough for
