@@ -26,15 +26,15 @@ var _ recipes.Conn = (*observedConn)(nil)
 // begin counts an operation of the client's (a data call, a sleep, a
 // wait on watches)
 // and returns its number. On a real server it first holds a paused
-// client and ends a crashed one's task. The count is where a fault found
-// on the simulator is anchored on a real server, which has no steps.
+// client and ends a crashed one's task (beginReal). The count is where a
+// fault found on the simulator is anchored on a real server, which has
+// no steps.
 //
-// The real server's work is out of line: every call of every client
-// begins here.
+// Its callers, enter and beginWait, ask for a real server themselves and
+// call beginReal out of line: every call of every client begins here,
+// and with the real server's call in it begin was past the inliner's
+// budget.
 func (c *observedConn) begin() int64 {
-	if c.r.real != nil {
-		return c.beginReal()
-	}
 	n := &c.r.obs.ops[c.client]
 	*n++
 	return *n
@@ -52,17 +52,21 @@ func (c *observedConn) beginReal() int64 {
 // enter begins a data call, noting its request for a real server's
 // trace.
 func (c *observedConn) enter(op, p string) int64 {
+	if c.r.real != nil {
+		return c.enterReal(op, p)
+	}
 	n := c.begin()
 	c.r.cov.setOp(c.client, op)
-	if c.r.real != nil {
-		c.enterReal(op, p)
-	}
 	return n
 }
 
-// enterReal notes a request for a real server's trace.
-func (c *observedConn) enterReal(op, p string) {
+// enterReal is enter on a real server: it notes the request for the
+// server's trace.
+func (c *observedConn) enterReal(op, p string) int64 {
+	n := c.beginReal()
+	c.r.cov.setOp(c.client, op)
 	c.r.real.event(sim.Event{Kind: "send", Client: c.client, Op: op, Path: p})
+	return n
 }
 
 // leave ends data call n. On a real server it notes the reply, and the
@@ -90,10 +94,11 @@ func (c *observedConn) leaveReal(op, p string, err error, n int64) {
 // beginWait begins a sleep or a wait. On a real server the faults that
 // struck during it on the simulator strike as it begins.
 func (c *observedConn) beginWait() {
-	n := c.begin()
 	if c.r.real != nil {
-		c.r.real.strike(c.client, n)
+		c.r.real.strike(c.client, c.beginReal())
+		return
 	}
+	c.begin()
 }
 
 // settle runs after a sleep or a wait: on a real server a pause holds the
