@@ -305,7 +305,12 @@ type herdGroup struct {
 // allocated one for each path.
 func (r *coverageRecorder) herdGroupOf(p, op string) *herdGroup {
 	since, prev := len(r.changes), -1
-	if newest, ok := r.herd[p]; ok && !r.herdVoid(p, r.groups[newest].since) {
+	word, bit := herdBit(p)
+	if r.herdSeen[word]&bit == 0 {
+		// No group has the path: most notifications are a deleted
+		// predecessor's, one each, and the map's look was half their cost.
+		r.herdSeen[word] |= bit
+	} else if newest, ok := r.herd[p]; ok && !r.herdVoid(p, r.groups[newest].since) {
 		for i := newest; i >= 0; i = r.groups[i].prev {
 			if r.groups[i].op == op {
 				return &r.groups[i]
@@ -319,6 +324,27 @@ func (r *coverageRecorder) herdGroupOf(p, op string) *herdGroup {
 	}
 	r.herd[p] = len(r.groups) - 1
 	return &r.groups[len(r.groups)-1]
+}
+
+// herdSeenWords is the size of coverageRecorder.herdSeen, in words.
+const herdSeenWords = 64
+
+// herdBit is path p's bit in coverageRecorder.herdSeen: its word and
+// the bit in it, from its length and its last eight bytes, where the
+// paths notified differ (a lock node's sequence).
+func herdBit(p string) (int, uint64) {
+	h := uint64(len(p))
+	if n := len(p); n >= 8 {
+		h ^= uint64(p[n-8]) | uint64(p[n-7])<<8 | uint64(p[n-6])<<16 | uint64(p[n-5])<<24 |
+			uint64(p[n-4])<<32 | uint64(p[n-3])<<40 | uint64(p[n-2])<<48 | uint64(p[n-1])<<56
+	} else {
+		for i := range n {
+			h = h<<8 | uint64(p[i])
+		}
+	}
+	h *= 0x9e3779b97f4a7c15 // Fibonacci hashing: the top bits mix them all
+	h >>= 64 - 12           // herdSeenWords*64 = 1<<12 bits
+	return int(h / 64), 1 << (h % 64)
 }
 
 // herdVoid reports whether a change since the since'th voids the groups
@@ -359,9 +385,12 @@ type coverageRecorder struct {
 	// it was (changes) when it is looked up, which is rare, rather than
 	// each change deleting what it voids (two deletes from the map, and
 	// the path's directory to find, at every change).
-	herd    map[string]int // path -> its newest group in groups
-	groups  []herdGroup
-	changes []string // the paths of the changes applied while herd had entries
+	herd map[string]int // path -> its newest group in groups
+	// herdSeen has the bit of every path herd holds set (herdBit): a
+	// path whose bit is clear has no group, without a look in the map.
+	herdSeen [herdSeenWords]uint64
+	groups   []herdGroup
+	changes  []string // the paths of the changes applied while herd had entries
 	// sessions maps a session to its client.
 	sessions map[int64]int
 	// reqPhases and reqCounts count the requests that went out by phase,
