@@ -258,6 +258,7 @@ func (c *Client) setTimeouts(ms int32) {
 func (c *Client) setState(s zk.State) {
 	c.state = s
 	c.generation++
+	c.w.wakeSessionWaiters(c)
 	c.w.emit(Event{Kind: "session", Client: c.id, Session: c.sessionID, State: s.String()})
 }
 
@@ -863,6 +864,7 @@ func (c *Client) finishClose() {
 		return
 	}
 	c.closed = true
+	c.w.wakeSessionWaiters(c)
 	c.w.stop(c.dialTimer)
 	c.state = zk.StateDisconnected
 	c.failInflight(zk.ErrClosing)

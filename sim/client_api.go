@@ -643,7 +643,10 @@ func (c *Client) WaitSession(ctx context.Context, seen recipes.Session) (recipes
 		sw = new(sessionWait) // block refuses it
 	}
 	*sw = sessionWait{c: c, generation: seen.Generation, ctx: ctx}
-	c.w.block(sw)
+	// A context that cannot end leaves the waiter to the client's state,
+	// which wakes it (task.await): asked at every step, it was 1% of an
+	// exploration, whose recipes wait for a session in every run.
+	c.w.blockWoken(sw, canEnd(ctx))
 	sw.c, sw.ctx = nil, nil
 	if c.generation == seen.Generation {
 		if err := ctx.Err(); err != nil {

@@ -370,6 +370,8 @@ var always = cond(func() bool { return true })
 //   - a task's sleep, with a context that cannot end: its timer;
 //   - a Wait on the client's own watches alone, with such a context: the
 //     simulation's delivery to a watch (wakeWatchers);
+//   - a WaitSession with such a context: its client's change of state or
+//     its close (wakeSessionWaiters);
 //   - any of them: the crash of a client (its tasks are killed, and a
 //     waiter of another task may look at the client), and the kill of
 //     the task itself.
@@ -394,6 +396,16 @@ func (w *World) wakeAll() {
 func (w *World) wakeWatchers() {
 	for _, t := range w.tasks {
 		if _, ok := t.ready.(*watchWait); ok {
+			t.wake = true
+		}
+	}
+}
+
+// wakeSessionWaiters has the scheduler ask every task blocked in
+// WaitSession on c: its state changed (a new generation), or it closed.
+func (w *World) wakeSessionWaiters(c *Client) {
+	for _, t := range w.tasks {
+		if sw, ok := t.ready.(*sessionWait); ok && sw.c == c {
 			t.wake = true
 		}
 	}
