@@ -707,7 +707,7 @@ func (c *Client) notifyWatches(ev zk.Event) {
 		c.watches = slices.Delete(c.watches, i, i+1)
 	}
 	if delivered {
-		c.w.wakeWatchers()
+		c.w.wakeWatchers(c)
 	}
 }
 
@@ -747,7 +747,7 @@ func (c *Client) invalidateWatches(err error) {
 		c.w.channelChanges += uint64(c.watches[i].fire(ev))
 	}
 	if n := len(c.watches); n > 0 {
-		c.w.wakeWatchers()
+		c.w.wakeWatchers(c)
 		c.w.emit(Event{Kind: "watch", Client: c.id, Op: zk.EventNotWatching.String(), Err: err.Error(), Detail: fmt.Sprintf("%d watches", n)})
 	}
 	clear(c.watches)
