@@ -559,7 +559,7 @@ func (p *pending) fail(err error) {
 // wakeTask has the scheduler ask the task waiting on the call again.
 func (p *pending) wakeTask() {
 	if p.task != nil {
-		p.task.wake = true
+		p.task.wakeUp()
 	}
 }
 

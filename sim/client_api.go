@@ -822,7 +822,7 @@ func (c *Client) Sleep(ctx context.Context, d time.Duration) error {
 		s.wake = func() {
 			s.woke = true
 			if s.task != nil {
-				s.task.wake = true
+				s.task.wakeUp()
 			}
 		}
 	}

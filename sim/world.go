@@ -87,7 +87,12 @@ type World struct {
 	timers    timerHeap
 	timerSeq  uint64
 
-	tasks       []*task // live tasks, in creation order: a task leaves when it ends
+	tasks []*task // live tasks, in creation order: a task leaves when it ends
+	// woken is how many of tasks have wake set: enumerate looks at no
+	// task when it is 0 and stops at the last woken, rather than look
+	// at every task at every step. Every write of a task's wake keeps it,
+	// and checkUnwoken asserts it.
+	woken       int
 	clients     []*Client
 	conns       []*netConn // open connections, in creation order
 	connsClosed bool       // some connection may be ready to forget
@@ -185,7 +190,7 @@ func New(cfg Config) *World {
 	w.stepLimit = w.stepLimitNow()
 	w.trace = newTracer(cfg.Trace, cfg.KeepTrace)
 	w.recordCalls = cfg.KeepHistory || w.trace.wants(kindCall) || w.trace.wants(kindReturn)
-	w.main = &task{name: "main"}
+	w.main = &task{w: w, name: "main"}
 	return w
 }
 
@@ -249,6 +254,7 @@ func (w *World) SessionExpiry(t, timeout time.Duration) time.Duration {
 // control back when it blocks and the scheduler picks another, or when it
 // ends.
 type task struct {
+	w      *World
 	name   string
 	client *Client // the client whose process it belongs to; nil for none
 	fn     func(ctx context.Context)
@@ -259,7 +265,9 @@ type task struct {
 	// with pollAlways, for a waiter that may turn ready with nothing in
 	// the simulation to say so (a function's condition, a context user
 	// code may cancel, a channel user code may send on). A waiter found
-	// not ready clears it, unless pollAlways.
+	// not ready clears it, unless pollAlways, and so does the scheduler
+	// when it runs the task. Every write of it keeps World.woken (wakeUp,
+	// unwake, and the scheduler's).
 	wake       bool
 	pollAlways bool
 	done       bool
@@ -284,7 +292,7 @@ func (w *World) Go(c *Client, name string, fn func(ctx context.Context)) {
 	if w.closed {
 		panic("sim: Go on a closed world")
 	}
-	t := &task{name: name, client: c, fn: fn}
+	t := &task{w: w, name: name, client: c, fn: fn}
 	t.await(always, true)
 	w.tasks = append(w.tasks, t)
 	if c != nil {
@@ -310,6 +318,7 @@ func (w *World) runTask(t *task, fn func(ctx context.Context)) {
 		goexit := false
 		t.done = true
 		t.ready = nil
+		t.unwake() // it leaves w.tasks
 		w.tasks = slices.DeleteFunc(w.tasks, func(o *task) bool { return o == t })
 		w.askMain = true
 		if t.client != nil {
@@ -378,16 +387,40 @@ var always = cond(func() bool { return true })
 //
 // Any other waiter (pollAlways) is asked at every step as before, from
 // the next on. One the simulation wakes has just been found not ready
-// (block), so it is not asked before it is woken. enumerate asserts,
-// every 64 steps, that no task left unasked was ready.
+// (block), so it is not asked before it is woken: the scheduler cleared
+// the task's wake when it ran it, and a wake since, if any, only has the
+// waiter asked once more. enumerate asserts, every 64 steps, that no
+// task left unasked was ready.
 func (t *task) await(ready waiter, pollAlways bool) {
-	t.ready, t.wake, t.pollAlways = ready, pollAlways, pollAlways
+	t.ready, t.pollAlways = ready, pollAlways
+	if pollAlways {
+		t.wakeUp()
+	}
+}
+
+// unwake clears t's wake, counting the tasks woken (World.woken). A
+// task is counted while it is in w.tasks, from its start (Go) to its end
+// (runTask).
+func (t *task) unwake() {
+	if t.wake {
+		t.wake = false
+		t.w.woken--
+	}
+}
+
+// wakeUp has the scheduler ask t's waiter again, unless t has ended: a
+// call's completion or a timer may come after its task.
+func (t *task) wakeUp() {
+	if !t.wake && !t.done {
+		t.wake = true
+		t.w.woken++
+	}
 }
 
 // wakeAll has the scheduler ask every blocked task.
 func (w *World) wakeAll() {
 	for _, t := range w.tasks {
-		t.wake = true
+		t.wakeUp()
 	}
 }
 
@@ -400,7 +433,7 @@ func (w *World) wakeAll() {
 func (w *World) wakeWatchers(c *Client) {
 	for _, t := range w.tasks {
 		if ww, ok := t.ready.(*watchWait); ok && ww.c == c {
-			t.wake = true
+			t.wakeUp()
 		}
 	}
 }
@@ -410,7 +443,7 @@ func (w *World) wakeWatchers(c *Client) {
 func (w *World) wakeSessionWaiters(c *Client) {
 	for _, t := range w.tasks {
 		if sw, ok := t.ready.(*sessionWait); ok && sw.c == c {
-			t.wake = true
+			t.wakeUp()
 		}
 	}
 }
@@ -545,7 +578,12 @@ func (w *World) schedule(self *task) {
 			runtime.Gosched()
 		}
 		if st.Kind == StepRunTask {
-			st.task.ready = nil
+			// The task runs: its wake, set as enumerate listed it, is
+			// cleared (unwake, written out) until it blocks again
+			// (await), here where the world is at hand rather than in
+			// await.
+			st.task.ready, st.task.wake = nil, false
+			w.woken--
 			if st.task == self {
 				w.current = self
 				return

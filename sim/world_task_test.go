@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -173,5 +174,48 @@ func TestWaitOnAWatchAndAChannelOfItsOwnWakesOnEither(t *testing.T) {
 	}
 	if watchOnly.Type != zk.EventNodeCreated || watchOnly.Path != "/b" || watchOnlyAt < 4*time.Second {
 		t.Errorf("the waiter on a watch got %+v at %v; want /b created after 4s", watchOnly, watchOnlyAt)
+	}
+}
+
+// checkUnwoken holds World.woken, which enumerate trusts to skip the
+// tasks, to the tasks woken: a count gone stale fails it, and the count
+// follows the wakes of a run with blocked tasks (a sleep, and WaitSession
+// with its client's changes of state) to its end.
+func TestCheckUnwokenCountsWoken(t *testing.T) {
+	w := New(Config{Seed: 1})
+	defer w.Close()
+	c, err := w.NewClient(ClientConfig{SessionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Go(c, "sleeper", func(ctx context.Context) { c.Sleep(ctx, time.Second) })
+	w.Go(c, "session", func(ctx context.Context) {
+		if _, err := c.WaitSession(ctx, c.Session()); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := w.RunFor(time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	w.checkUnwoken()
+	if len(w.tasks) == 0 {
+		t.Fatal("no task left blocked")
+	}
+	w.woken++
+	func() {
+		defer func() {
+			if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "World.woken counts") {
+				t.Errorf("checkUnwoken with a stale count: %v, want its panic", r)
+			}
+		}()
+		w.checkUnwoken()
+	}()
+	w.woken--
+	if err := w.Run(); err != nil {
+		t.Fatal(err)
+	}
+	w.checkUnwoken()
+	if w.woken != 0 {
+		t.Fatalf("woken %d after every task ended", w.woken)
 	}
 }
