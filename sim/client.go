@@ -894,8 +894,7 @@ func (c *Client) crash() {
 		conn := c.conn
 		c.conn = nil
 		c.authed = false
-		conn.toClient.clear()
-		conn.toServer.clear()
+		c.w.clearConn(conn)
 		c.w.disconnectServer(conn.id)
 		conn.clientClosed = true
 		c.w.connsClosed = true

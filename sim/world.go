@@ -96,7 +96,13 @@ type World struct {
 	clients     []*Client
 	conns       []*netConn // open connections, in creation order
 	connsClosed bool       // some connection may be ready to forget
-	connSeq     ConnID
+	// queued is how many messages are on the queues of conns, both ways:
+	// enumerate looks at no connection when it is 0 (it does not stop at
+	// the last with messages: measuring the queues for that cost more
+	// than it saved). Every push, drop and clear of a queue keeps it, and
+	// checkUnwoken asserts it.
+	queued  int
+	connSeq ConnID
 
 	// channelChanges counts the moments a channel a task waits on in
 	// Wait may have been sent on or closed: the simulation's deliveries to

@@ -219,3 +219,42 @@ func TestCheckUnwokenCountsWoken(t *testing.T) {
 		t.Fatalf("woken %d after every task ended", w.woken)
 	}
 }
+
+// checkUnwoken holds World.queued, which enumerate trusts to skip the
+// connections, to the messages on their queues: a count gone stale fails
+// it, and the count follows a run's requests, replies and close to none.
+func TestCheckUnwokenCountsQueued(t *testing.T) {
+	w := New(Config{Seed: 1})
+	defer w.Close()
+	c, err := w.NewClient(ClientConfig{SessionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Go(c, "writer", func(ctx context.Context) {
+		if _, err := c.Create(ctx, "/n", nil, 0, acl); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := w.Run(); err != nil {
+		t.Fatal(err)
+	}
+	w.checkUnwoken()
+	w.queued++
+	func() {
+		defer func() {
+			if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "World.queued counts") {
+				t.Errorf("checkUnwoken with a stale count: %v, want its panic", r)
+			}
+		}()
+		w.checkUnwoken()
+	}()
+	w.queued--
+	c.Close()
+	if err := w.RunFor(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	w.checkUnwoken()
+	if w.queued != 0 {
+		t.Fatalf("queued %d after the client closed", w.queued)
+	}
+}
