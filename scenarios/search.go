@@ -276,7 +276,7 @@ func (e *explorer) runSchedule(t *rapid.T, g int) {
 				err = fmt.Errorf("explore: schedule %d (rapid seed %d): %v", g, e.seedOf(g), p)
 			}
 		}()
-		r, failed, err = e.runDrawn(t, g)
+		r, failed, err = e.runDrawn(t, g, false)
 	}()
 	e.finish(g, r, failed, err)
 	if r != nil && !failed {
@@ -285,8 +285,8 @@ func (e *explorer) runSchedule(t *rapid.T, g int) {
 }
 
 // runDrawn draws schedule g through t, runs it and says whether it
-// failed a check.
-func (e *explorer) runDrawn(t *rapid.T, g int) (*Result, bool, error) {
+// failed a check. While rapid shrinks, a draw may fail (RapidSource).
+func (e *explorer) runDrawn(t *rapid.T, g int, shrinking bool) (*Result, bool, error) {
 	o := e.o
 	strategy := strategyOf(o.Strategy, g)
 	sc := drawWorkload(t, o)
@@ -296,7 +296,7 @@ func (e *explorer) runDrawn(t *rapid.T, g int) (*Result, bool, error) {
 	} else {
 		drawFaults(t, o, sc)
 	}
-	src := &RapidSource{T: t, Label: "sched"}
+	src := &RapidSource{T: t, Label: "sched", unguarded: !shrinking}
 	var sched sim.Strategy = WalkStrategy{Source: src}
 	if strategy == StrategyPCT {
 		sched = &PCT{Depth: o.Depth, Source: src}
@@ -351,7 +351,7 @@ func (e *explorer) shrink(runs int) (*Result, error) {
 	var last *Result
 	tb := &exploreTB{name: "zklab-explore-" + e.o.Recipe}
 	rapid.Check(tb, func(t *rapid.T) {
-		r, failed, err := e.runDrawn(t, g)
+		r, failed, err := e.runDrawn(t, g, true)
 		e.mu.Lock()
 		e.shrunk++
 		e.progressLocked()

@@ -229,6 +229,14 @@ type RapidSource struct {
 	T       *rapid.T
 	Label   string
 	failure any
+	// unguarded is set by an exploration's own runs, which draw from
+	// rapid's random stream: a draw from it cannot fail (only a recorded
+	// stream, replayed while rapid shrinks, runs out), so Draw does not
+	// defer a recover around it, which was two thirds of Draw's own
+	// cost. Should one panic all the same, the panic ends the run, and
+	// the schedule's recover (explorer.runSchedule) reports it, as
+	// Rethrow's would have been.
+	unguarded bool
 }
 
 // sourceSmallN bounds the choices smallGens holds generators for: the
@@ -294,7 +302,7 @@ var (
 )
 
 // Draw draws an index below n.
-func (s *RapidSource) Draw(n int) (v int) {
+func (s *RapidSource) Draw(n int) int {
 	if s.failure != nil || n <= 1 {
 		return 0
 	}
@@ -304,6 +312,14 @@ func (s *RapidSource) Draw(n int) (v int) {
 	} else {
 		g = intRange(0, n-1)
 	}
+	if s.unguarded {
+		return g.Draw(s.T, s.Label)
+	}
+	return s.drawGuarded(g)
+}
+
+// drawGuarded is Draw from g for a draw that may fail.
+func (s *RapidSource) drawGuarded(g *rapid.Generator[int]) (v int) {
 	// The deferred closure recovers only when the draw did not return:
 	// a draw that fails panics, and one of a run's 570 that succeeds
 	// neither calls a closure inside a closure nor asks the runtime for
