@@ -532,9 +532,9 @@ func (r *coverageRecorder) setOwn(i int, phase string) {
 func (r *coverageRecorder) valid(i int) bool { return i >= 1 && i < len(r.clients) }
 
 // event follows the trace.
-func (r *coverageRecorder) event(e *sim.Event) {
-	r.follow(e)
-	if e.Kind == "session" || e.Kind == "fault" {
+func (r *coverageRecorder) event(e *sim.Event, k traceKind, op applyOp) {
+	r.followKind(e, k, op)
+	if k == traceSession || k == traceFault {
 		if e.Client == 0 {
 			for i := 1; i < len(r.clients); i++ {
 				r.check(i)
@@ -545,11 +545,19 @@ func (r *coverageRecorder) event(e *sim.Event) {
 	}
 }
 
+// follow follows event e of the trace.
 func (r *coverageRecorder) follow(e *sim.Event) {
-	switch e.Kind {
-	case "session":
+	k, op := traceCodes(e)
+	r.followKind(e, k, op)
+}
+
+// followKind is follow of an event whose kind and op are read already
+// (observer.Event).
+func (r *coverageRecorder) followKind(e *sim.Event, k traceKind, op applyOp) {
+	switch k {
+	case traceSession:
 		r.session(e)
-	case "server":
+	case traceServer:
 		if e.Session != 0 && expiryEvent(e.Detail) {
 			i, ok := r.sessions[e.Session]
 			if !ok || r.clients[i].session != e.Session || r.clients[i].crashed {
@@ -562,7 +570,7 @@ func (r *coverageRecorder) follow(e *sim.Event) {
 				r.cov.Events[EventExpiryWaiting]++
 			}
 		}
-	case "apply":
+	case traceApply:
 		if r.valid(e.Client) && e.Xid >= 0 {
 			c := &r.clients[e.Client]
 			c.sent[c.sentPos] = sentRequest{e.Xid, e.Op}
@@ -571,10 +579,10 @@ func (r *coverageRecorder) follow(e *sim.Event) {
 		}
 		// A change ends the herd of the notifications of the last one
 		// (herdVoid).
-		if len(r.herd) > 0 && (e.Op == "create" || e.Op == "delete" || e.Op == "multi" || e.Op == "setData") {
+		if len(r.herd) > 0 && (op == opCreate || op == opDelete || op == opMulti || op == opSetData) {
 			r.changes = append(r.changes, e.Path)
 		}
-	case "watch":
+	case traceWatch:
 		if !r.valid(e.Client) || e.Op == "EventNotWatching" {
 			return
 		}
@@ -588,7 +596,7 @@ func (r *coverageRecorder) follow(e *sim.Event) {
 				r.cov.Events[EventHerdWakeUp]++
 			}
 		}
-	case "fault":
+	case traceFault:
 		r.fault(e)
 	}
 }

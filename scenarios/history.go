@@ -437,9 +437,12 @@ var observedKinds = []string{"session", "apply", "server", "watch", "fault"}
 
 // Event implements sim.TraceSink.
 func (o *observer) Event(e sim.Event) {
-	o.tree.event(&e)
+	// The kind, and an apply's op, are read once here for the tree, the
+	// recorder and the observer, which each compared the strings.
+	k, op := traceCodes(&e)
+	o.tree.event(&e, k, op)
 	if o.cov != nil {
-		o.cov.event(&e)
+		o.cov.event(&e, k, op)
 	}
 	if o.report {
 		o.events = append(o.events, e)
@@ -448,25 +451,25 @@ func (o *observer) Event(e sim.Event) {
 		o.text.WriteString(e.Text())
 		o.text.WriteByte('\n')
 	}
-	switch e.Kind {
-	case "session":
+	switch k {
+	case traceSession:
 		if e.Session != 0 && e.Client != 0 {
 			if _, ok := o.sessionClient[e.Session]; !ok {
 				o.sessionClient[e.Session] = e.Client
 			}
 		}
-	case "apply":
-		switch e.Op {
-		case "delete":
+	case traceApply:
+		switch op {
+		case opDelete:
 			if o.tree.server == nil { // only zkEnd without a server's tree reads them
 				o.deletes[e.Path] = append(o.deletes[e.Path], e.Step)
 			}
-		case "closeSession":
+		case opCloseSession:
 			if _, ok := o.closes[e.Session]; !ok {
 				o.closes[e.Session] = e.Step
 			}
 		}
-	case "server":
+	case traceServer:
 		if e.Session != 0 && expiryEvent(e.Detail) {
 			if _, ok := o.expiries[e.Session]; !ok {
 				o.expiries[e.Session] = e.Step
@@ -475,11 +478,11 @@ func (o *observer) Event(e sim.Event) {
 		} else if e.Client != 0 && strings.HasSuffix(e.Detail, "closed by the client") {
 			o.fins = append(o.fins, fin{client: e.Client, step: e.Step})
 		}
-	case "watch":
+	case traceWatch:
 		if e.Op != "EventNotWatching" {
 			o.notifications++
 		}
-	case "fault":
+	case traceFault:
 		o.markFault(&e)
 		if strings.HasPrefix(e.Detail, "partition healed") || strings.HasPrefix(e.Detail, "pause ended") || strings.HasPrefix(e.Detail, "server up") {
 			o.lastFaultEnd = max(o.lastFaultEnd, e.Time)
@@ -517,6 +520,88 @@ func (o *observer) markFault(e *sim.Event) {
 	if o.hist != nil {
 		o.hist.marks = append(o.hist.marks, markRec{step: e.Step, client: e.Client, fault: true, faultOp: e.Op, faultDet: e.Detail})
 	}
+}
+
+// traceKind is an event's kind, as the observer reads it (TraceKinds),
+// found once for every reader of the event.
+type traceKind uint8
+
+const (
+	traceOther traceKind = iota
+	traceSession
+	traceApply
+	traceServer
+	traceWatch
+	traceFault
+)
+
+func traceKindOf(kind string) traceKind {
+	switch kind {
+	case "session":
+		return traceSession
+	case "apply":
+		return traceApply
+	case "server":
+		return traceServer
+	case "watch":
+		return traceWatch
+	case "fault":
+		return traceFault
+	}
+	return traceOther
+}
+
+// applyOp is an applied request's op, as the readers of "apply" events
+// tell them apart.
+type applyOp uint8
+
+const (
+	opOther applyOp = iota
+	opCreate
+	opCreateContainer
+	opCreateTTL
+	opDelete
+	opMulti
+	opSetData
+	opCloseSession
+)
+
+func applyOpOf(op string) applyOp {
+	switch op {
+	case "create":
+		return opCreate
+	case "createContainer":
+		return opCreateContainer
+	case "createTTL":
+		return opCreateTTL
+	case "delete":
+		return opDelete
+	case "multi":
+		return opMulti
+	case "setData":
+		return opSetData
+	case "closeSession":
+		return opCloseSession
+	}
+	return opOther
+}
+
+// traceCodes are e's kind and, for an apply, its op.
+func traceCodes(e *sim.Event) (traceKind, applyOp) {
+	k := traceKindOf(e.Kind)
+	if k != traceApply {
+		return k, opOther
+	}
+	return k, applyOpOf(e.Op)
+}
+
+// treeWrite reports whether the op can create or remove nodes.
+func (op applyOp) treeWrite() bool {
+	switch op {
+	case opCreate, opCreateContainer, opCreateTTL, opDelete, opMulti, opCloseSession:
+		return true
+	}
+	return false
 }
 
 // mark adds a line to the history's timeline.

@@ -151,19 +151,10 @@ func (t *serverTree) lifeOf(p string) *znodeLife {
 	return nil
 }
 
-// isTreeWrite reports whether an op can create or remove nodes.
-func isTreeWrite(op string) bool {
-	switch op {
-	case "create", "createContainer", "createTTL", "delete", "multi", "closeSession":
-		return true
-	}
-	return false
-}
-
 // event takes the trace's events in order; it runs before the observer
 // files e. It takes e by its address: copying every event of the trace
 // into it was 0.2% of an exploration.
-func (t *serverTree) event(e *sim.Event) {
+func (t *serverTree) event(e *sim.Event, k traceKind, op applyOp) {
 	if t.view != nil {
 		t.ensembleEvent(e)
 		return
@@ -175,9 +166,9 @@ func (t *serverTree) event(e *sim.Event) {
 		t.settle()
 	}
 	switch {
-	case e.Kind == "apply" && isTreeWrite(e.Op):
+	case k == traceApply && op.treeWrite():
 		t.pending, t.hasPending = *e, true
-	case e.Kind == "server" && e.Session != 0:
+	case k == traceServer && e.Session != 0:
 		// An expiry's closeSession, applied when the event is emitted.
 		t.sessionEnded(e.Session, e.Step, "expiry", 0)
 	}
