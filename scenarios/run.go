@@ -119,6 +119,10 @@ type RunOptions struct {
 	// scenario's schedule is then the buffer the choices were recorded
 	// in, which goes back with the result.
 	lendSchedule bool
+	// ownScenario says the caller hands the scenario over: it was drawn
+	// for the run (explorer.runDrawn) and is not read again, so Run takes
+	// it as its own rather than a copy.
+	ownScenario bool
 	// ZKLog, if set, hears what a run on a real server does as it goes
 	// (the faults it injects), one line at a time.
 	ZKLog func(line string)
@@ -175,7 +179,9 @@ func lockModelFor(recipe string, sc *Scenario) string {
 // scenario it cannot run (an unknown recipe, a bad fault); whatever goes
 // wrong inside the run is in the verdict.
 func Run(sc *Scenario, o RunOptions) (*Result, error) {
-	sc = sc.clone()
+	if !o.ownScenario {
+		sc = sc.clone()
+	}
 	sc.fillDefaults()
 	ctor := o.Recipe
 	lockKind := cmpOr(o.Lock, sc.Lock)

@@ -305,7 +305,8 @@ func (e *explorer) runDrawn(t *rapid.T, g int, shrinking bool) (*Result, bool, e
 		sched = &deadlineLast{inner: sched}
 	}
 	r, err := Run(sc, RunOptions{Recipe: o.New, Lock: o.Lock, Strategy: sched, CheckTimeout: o.CheckTimeout, Coverage: true, phaseFaults: aimed, Znodes: o.Znodes, Workload: o.Program, Model: o.Model,
-		lendSchedule: o.Corpus == ""}) // runSchedule and shrink give back the results they do not keep whole
+		lendSchedule: o.Corpus == "", // runSchedule and shrink give back the results they do not keep whole
+		ownScenario:  true})
 	src.Rethrow()
 	if err != nil {
 		return nil, false, err
