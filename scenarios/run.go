@@ -552,9 +552,6 @@ func (r *runner) allDone() bool {
 	return true
 }
 
-// workload is client i's task: the scenario's workload program (the
-// default, cycles: acquire, update the store, release, think), then close
-// the session.
 // taskNames are the names of the clients' tasks, "c1" and on, written
 // once for every run: fmt wrote each client's at every run.
 var taskNames = func() (names [MaxClients + 1]string) {
@@ -572,6 +569,9 @@ func taskName(i int) string {
 	return fmt.Sprintf("c%d", i)
 }
 
+// workload is client i's task: the scenario's workload program (the
+// default, cycles: acquire, update the store, release, think), then close
+// the session.
 func (r *runner) workload(i int, w *Worker) func(ctx context.Context) {
 	return func(ctx context.Context) {
 		defer func() {
