@@ -147,32 +147,52 @@ func BenchmarkFirstViolationByStrategy(b *testing.B) {
 //	go test ./scenarios -run '^$' -bench ExploreParallel -benchtime 20x -cpu 2
 func BenchmarkExploreParallel(b *testing.B) {
 	cores := runtime.GOMAXPROCS(0)
-	var elapsed [2]time.Duration
-	var runs [2]int
-	var steps [2]uint64
+	t := inTurn(b, 2, func(i, k int) ExploreOptions {
+		return ExploreOptions{Recipe: "fair-lock", Strategy: StrategyRandom, Runs: 200, Seed: uint64(i), exactShape: true, Clients: 5, Cycles: 10, Parallel: []int{1, cores}[k]}
+	})
+	if t.runs[0] != t.runs[1] || t.steps[0] != t.steps[1] {
+		b.Fatalf("parallel 1 ran %d schedules of %d steps, parallel %d ran %d of %d", t.runs[0], t.steps[0], cores, t.runs[1], t.steps[1])
+	}
+	one, all := t.rate(0), t.rate(1)
+	b.ReportMetric(one, "schedules/s-1")
+	b.ReportMetric(all, fmt.Sprintf("schedules/s-%d", cores))
+	b.ReportMetric(all/one, "speedup")
+}
+
+// turns are the explorations of inTurn, by variant: their wall time,
+// schedules and steps.
+type turns struct {
+	elapsed []time.Duration
+	runs    []int
+	steps   []uint64
+}
+
+// rate is variant k's schedules per second.
+func (t turns) rate(k int) float64 { return float64(t.runs[k]) / t.elapsed[k].Seconds() }
+
+// inTurn runs, in every iteration i, the explorations of variants
+// options(i, 0) ... options(i, variants-1) one after the other, each timed
+// on its own, so that a shared machine's drift over seconds falls on
+// every variant alike. An exploration that fails or finds a violation
+// stops the benchmark.
+func inTurn(b *testing.B, variants int, options func(i, k int) ExploreOptions) turns {
+	t := turns{elapsed: make([]time.Duration, variants), runs: make([]int, variants), steps: make([]uint64, variants)}
 	for i := range b.N {
-		for k, parallel := range []int{1, cores} {
+		for k := range variants {
 			start := time.Now()
-			res, err := Explore(ExploreOptions{Recipe: "fair-lock", Strategy: StrategyRandom, Runs: 200, Seed: uint64(i), exactShape: true, Clients: 5, Cycles: 10, Parallel: parallel})
-			elapsed[k] += time.Since(start)
+			res, err := Explore(options(i, k))
+			t.elapsed[k] += time.Since(start)
 			if err != nil {
 				b.Fatal(err)
 			}
 			if res.Failure != nil {
 				b.Fatalf("%s", res.Failure.Verdict)
 			}
-			runs[k] += res.Runs
-			steps[k] += res.Steps
+			t.runs[k] += res.Runs
+			t.steps[k] += res.Steps
 		}
 	}
-	if runs[0] != runs[1] || steps[0] != steps[1] {
-		b.Fatalf("parallel 1 ran %d schedules of %d steps, parallel %d ran %d of %d", runs[0], steps[0], cores, runs[1], steps[1])
-	}
-	one := float64(runs[0]) / elapsed[0].Seconds()
-	all := float64(runs[1]) / elapsed[1].Seconds()
-	b.ReportMetric(one, "schedules/s-1")
-	b.ReportMetric(all, fmt.Sprintf("schedules/s-%d", cores))
-	b.ReportMetric(all/one, "speedup")
+	return t
 }
 
 // BenchmarkExplore5x10Servers measures exploration throughput on one
@@ -213,25 +233,11 @@ func BenchmarkExplore5x10Servers(b *testing.B) {
 // the ensemble. It reports both rates and their ratio (ratio3to1, issue
 // 13 item 7 asks for at least 0.5).
 func BenchmarkExplore5x10ServersRatio(b *testing.B) {
-	var elapsed [2]time.Duration
-	var runs [2]int
-	for i := range b.N {
-		for k, servers := range []int{1, 3} {
-			start := time.Now()
-			res, err := Explore(ExploreOptions{Recipe: "fair-lock", Strategy: StrategyRandom, Runs: 100, Seed: uint64(i), exactShape: true, Clients: 5, Cycles: 10,
-				Servers: []int{servers}, Violations: []string{CheckRun}, Dir: b.TempDir()})
-			elapsed[k] += time.Since(start)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if res.Failure != nil {
-				b.Fatalf("%s", res.Failure.Verdict)
-			}
-			runs[k] += res.Runs
-		}
-	}
-	one := float64(runs[0]) / elapsed[0].Seconds()
-	three := float64(runs[1]) / elapsed[1].Seconds()
+	t := inTurn(b, 2, func(i, k int) ExploreOptions {
+		return ExploreOptions{Recipe: "fair-lock", Strategy: StrategyRandom, Runs: 100, Seed: uint64(i), exactShape: true, Clients: 5, Cycles: 10,
+			Servers: []int{[]int{1, 3}[k]}, Violations: []string{CheckRun}, Dir: b.TempDir()}
+	})
+	one, three := t.rate(0), t.rate(1)
 	b.ReportMetric(one, "schedules/s-1")
 	b.ReportMetric(three, "schedules/s-3")
 	b.ReportMetric(three/one, "ratio3to1")
