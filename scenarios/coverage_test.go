@@ -263,4 +263,12 @@ func TestAimSkipsSilentPhases(t *testing.T) {
 			t.Errorf("%s not aimed at creating: %v", tc.kind, phases)
 		}
 	}
+
+	// Runs in which no request went out at all leave every phase a
+	// dropped request may strike: drawAimedPhase needs one.
+	quiet := newCoverage()
+	quiet.Runs = aimEvidenceRuns
+	if phases := aimPhases(quiet, sim.FaultDropRequest); !slices.Contains(phases, PhaseHolding) || slices.Contains(phases, PhaseConnecting) {
+		t.Errorf("no request in any phase: drop-request aimed at %v", phases)
+	}
 }

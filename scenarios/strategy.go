@@ -59,9 +59,16 @@ func aimPhases(seen *Coverage, k sim.FaultKind) []string {
 			phases = append(phases, p)
 		}
 	}
-	return slices.DeleteFunc(phases, func(p string) bool {
-		return unreachable(k, p) || seen.Runs >= aimEvidenceRuns && seen.silent(k, p)
-	})
+	phases = slices.DeleteFunc(phases, func(p string) bool { return unreachable(k, p) })
+	if seen.Runs < aimEvidenceRuns {
+		return phases
+	}
+	// With requests in none of them (a workload of the user's that never
+	// calls ZooKeeper), every phase stays: there must be one to aim at.
+	if loud := slices.DeleteFunc(slices.Clone(phases), func(p string) bool { return seen.silent(k, p) }); len(loud) > 0 {
+		return loud
+	}
+	return phases
 }
 
 // drawAimedFaults draws the faults of a fault-directed run through t:
