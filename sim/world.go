@@ -585,11 +585,10 @@ func (w *World) schedule(self *task) {
 		}
 		if st.Kind == StepRunTask {
 			// The task runs: its wake, set as enumerate listed it, is
-			// cleared (unwake, written out) until it blocks again
-			// (await), here where the world is at hand rather than in
-			// await.
-			st.task.ready, st.task.wake = nil, false
-			w.woken--
+			// cleared until it blocks again (await), here rather than
+			// in await.
+			st.task.ready = nil
+			st.task.unwake()
 			if st.task == self {
 				w.current = self
 				return
