@@ -228,6 +228,10 @@ func (s *Server) PrepRequest(nowMs int64, conn ConnID, session int64, auth []aut
 // prepRequest is PrepRequest with the request by pointer (Server.receive);
 // it keeps no pointer to req.
 func (s *Server) prepRequest(nowMs int64, conn ConnID, session int64, auth []authID, req *Request) (*TxnRecord, Response) {
+	if sess := s.sessions[session]; sess != nil && !sess.closing && preppedAsSingleWrite(req) && packetLen(req) <= s.cfg.MaxPacketBytes {
+		r := s.prepSingleWrite(nowMs, conn, sess, auth, req)
+		return r, r.Resp
+	}
 	s.setConn(conn, session)
 	if s.auth == nil {
 		s.auth = make(map[ConnID]*connAuth)
@@ -273,6 +277,51 @@ func (s *Server) prepRequest(nowMs int64, conn ConnID, session int64, auth []aut
 		r.Kind = RecError
 	}
 	return r, resp
+}
+
+// preppedAsSingleWrite reports whether prepRequest takes req by
+// prepSingleWrite: a single write (not a multi) that is well formed, and
+// that Server.receiveOn hands to writeInto rather than refuse before it
+// looks at the session (one too long, or that crashes a server). The
+// caller checks the length.
+func preppedAsSingleWrite(req *Request) bool {
+	switch req.Op {
+	case OpCreate, OpCreate2, OpCreateCont, OpCreateTTL, OpDelete, OpSetData, OpCheck, OpSetACL:
+		return !req.Malformed && !crashesServer(req)
+	}
+	return false
+}
+
+// prepSingleWrite is prepRequest of a single write for a live session
+// (preppedAsSingleWrite): what Server.receiveOn does with it, without
+// the connection. The write runs as replayConn, whose identities are
+// auth, as a member's ApplyRecord runs it, and its answer is written
+// into the record, rather than the connection entered in the server's
+// tables, answered through its outputs and taken out again: that
+// bookkeeping, two map inserts and two deletes, the reply's copies and
+// the scan of the outputs, was a quarter of what the leader spent on a write
+// on three servers. Nothing of a single write looks at the connection:
+// not the session's, nor the server's table of them.
+func (s *Server) prepSingleWrite(nowMs int64, conn ConnID, sess *serverSession, auth []authID, req *Request) *TxnRecord {
+	s.replayAuth = connAuth{ids: auth}
+	s.caller = replayConn
+	s.lastSession = sess // as receiveOn's look-up leaves it
+	s.touch(nowMs, sess)
+	s.prepWrite = checkedWrite{}
+	r := &TxnRecord{Kind: RecWrite, TimeMs: nowMs, Session: sess.id, Conn: conn, Auth: auth}
+	t := s.begin()
+	var w write
+	s.writeInto(nowMs, sess, req, t, &r.Resp, &w)
+	r.Resp.Xid, r.Resp.Zxid = req.Xid, t.zxid
+	s.commit(t)
+	s.Outputs() // a prep server has no watchers: nothing, as ever
+	s.replayAuth = connAuth{}
+	s.caller = conn
+	r.Zxid, r.LastZxid, r.Req = t.zxid, t.zxid, *req
+	if s.prepWrite.valid {
+		r.checked = s.prepWrite.handOn(s, req.Op)
+	}
+	return r
 }
 
 // PrepTick lets the leader's time reach nowMs (Server.Tick): sessions
