@@ -572,15 +572,30 @@ func (e *Ensemble) Receive(nowMs int64, conn ConnID, req Request) {
 func (e *Ensemble) receive(nowMs int64, conn ConnID, req *Request) {
 	c := e.conns.get(conn)
 	m, mc := e.members[c.member-1], c.mc
-	if id := m.srv.conns[conn]; id != 0 && e.leader != 0 && e.reachable(m, e.members[e.leader-1]) {
+	id, open := m.srv.conns[conn]
+	if id != 0 && e.leader != 0 && e.reachable(m, e.members[e.leader-1]) {
 		// Followers report their sessions' activity to the leader in
 		// their pings (LearnerSessionTracker.touchSession); the model
 		// touches the leader's tracker at once.
 		e.prep.TouchSession(nowMs, id)
 	}
-	if mc == nil || (!mc.outstanding && mc.queue.len() == 0 && !e.forwards(req)) {
+	if mc == nil {
 		e.answer(nowMs, m, conn, req)
 		return
+	}
+	if !mc.outstanding && mc.queue.len() == 0 {
+		if !e.forwards(req) {
+			e.answer(nowMs, m, conn, req)
+			return
+		}
+		if open {
+			// What drain would do with it as the queue's one request,
+			// without the queue: most forwarded requests find nothing
+			// ahead of them, and each was copied into the queue (some
+			// 360 bytes) to be copied out again at once.
+			e.forward(nowMs, m, mc, conn, id, req)
+			return
+		}
 	}
 	*mc.queue.pushSlot() = *req // one copy of the request, not two
 	e.drain(nowMs, m, conn)
@@ -637,12 +652,24 @@ func (e *Ensemble) drain(nowMs int64, m *member, conn ConnID) {
 			}
 			continue
 		}
-		mc.outstanding = true
 		session := m.srv.conns[conn]
 		fwd := e.forwardedRequest(req)
 		mc.queue.drop()
-		e.toLeader(nowMs, m, peerMsg{kind: msgForward, conn: conn, session: session, auth: m.srv.callerAuth(conn), req: fwd})
+		e.forwardCopy(nowMs, m, mc, conn, session, fwd)
 	}
+}
+
+// forward hands a copy of req, a request of the connection on member m,
+// bound to session, to the leader: it waits there (mc.outstanding) until
+// its transaction applies here or its answer comes.
+func (e *Ensemble) forward(nowMs int64, m *member, mc *memberConn, conn ConnID, session int64, req *Request) {
+	e.forwardCopy(nowMs, m, mc, conn, session, e.forwardedRequest(req))
+}
+
+// forwardCopy is forward of fwd, a copy already made (forwardedRequest).
+func (e *Ensemble) forwardCopy(nowMs int64, m *member, mc *memberConn, conn ConnID, session int64, fwd *Request) {
+	mc.outstanding = true
+	e.toLeader(nowMs, m, peerMsg{kind: msgForward, conn: conn, session: session, auth: m.srv.callerAuth(conn), req: fwd})
 }
 
 // forwardedRequest is a copy of req for a msgForward: a request the
