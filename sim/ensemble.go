@@ -134,6 +134,9 @@ type Ensemble struct {
 	// the heap was a twelfth of what an exploration allocated on three
 	// servers.
 	freeRequests []*Request
+	// recordSlab holds the slots the leader's next records come from
+	// (takeRecordSlot).
+	recordSlab []recordSlot
 }
 
 type member struct {
@@ -793,7 +796,7 @@ func (e *Ensemble) atLeader(nowMs int64, from *member, msg peerMsg) {
 			e.propose(nowMs, e.prepReconfig(nowMs, msg.conn, msg.session, msg.auth, *msg.req))
 			return
 		}
-		rec, resp := e.prep.prepRequest(nowMs, msg.conn, msg.session, msg.auth, msg.req)
+		rec, resp := e.prep.prepRequest(nowMs, msg.conn, msg.session, msg.auth, msg.req, &e.recordSlab)
 		e.doneWithRequest(msg.req)
 		if rec == nil {
 			// A copy of its own, so that resp stays off the heap for the

@@ -95,12 +95,49 @@ type checkedWrite struct {
 // the tree that validated it, and each member looks them up in its own;
 // its ACL goes by value, as each server interns ACLs in its own table.
 func (c checkedWrite) handOn(s *Server, op OpCode) *checkedWrite {
-	c.w.node, c.w.parent = nil, nil
-	c.valid = false
-	if c.ok && isACLWrite(op) {
-		c.acl = s.acls.lists[c.w.acl]
+	return c.handOnTo(new(checkedWrite), s, op)
+}
+
+// handOnTo is handOn into dst, which it returns.
+func (c *checkedWrite) handOnTo(dst *checkedWrite, s *Server, op OpCode) *checkedWrite {
+	*dst = *c
+	dst.w.node, dst.w.parent = nil, nil
+	dst.valid = false
+	if dst.ok && isACLWrite(op) {
+		dst.acl = s.acls.lists[dst.w.acl]
 	}
-	return &c
+	return dst
+}
+
+// recordSlot is a prepared write's record and its checked write, which
+// the record points to, in one allocation; an ensemble takes them from
+// slabs of recordSlabLen (takeRecordSlot).
+type recordSlot struct {
+	rec     TxnRecord
+	checked checkedWrite
+}
+
+// recordSlabLen is how many recordSlots a slab holds.
+const recordSlabLen = 4
+
+// takeRecordSlot returns a zero slot from *slab, which it refills when
+// it is empty; with slab nil, a slot of its own. A record and its
+// checked write were two allocations for every write, some 720
+// instructions together (the record alone, 768 bytes of pointers and
+// all, 445), a fifth of prepSingleWrite's on three servers; one
+// allocation of four slots costs less than one of those.
+// The slots of a slab live as long as the longest lived of them: an
+// ensemble's records all live as long as it does.
+func takeRecordSlot(slab *[]recordSlot) *recordSlot {
+	if slab == nil {
+		return new(recordSlot)
+	}
+	if len(*slab) == 0 {
+		*slab = make([]recordSlot, recordSlabLen)
+	}
+	slot := &(*slab)[0]
+	*slab = (*slab)[1:]
+	return slot
 }
 
 func (r *TxnRecord) String() string { return string(r.appendText(nil)) }
@@ -222,14 +259,15 @@ func (s *Server) PrepConnect(nowMs int64, conn ConnID, timeoutMs int32) (*TxnRec
 // outstandingChanges). It returns the transaction it made, nil if none
 // (an expired session's request), and the answer.
 func (s *Server) PrepRequest(nowMs int64, conn ConnID, session int64, auth []authID, req Request) (*TxnRecord, Response) {
-	return s.prepRequest(nowMs, conn, session, auth, &req)
+	return s.prepRequest(nowMs, conn, session, auth, &req, nil)
 }
 
 // prepRequest is PrepRequest with the request by pointer (Server.receive);
-// it keeps no pointer to req.
-func (s *Server) prepRequest(nowMs int64, conn ConnID, session int64, auth []authID, req *Request) (*TxnRecord, Response) {
+// it keeps no pointer to req. A single write's record comes from slab
+// (takeRecordSlot).
+func (s *Server) prepRequest(nowMs int64, conn ConnID, session int64, auth []authID, req *Request, slab *[]recordSlot) (*TxnRecord, Response) {
 	if sess := s.sessions[session]; sess != nil && !sess.closing && preppedAsSingleWrite(req) && packetLen(req) <= s.cfg.MaxPacketBytes {
-		r := s.prepSingleWrite(nowMs, conn, sess, auth, req)
+		r := s.prepSingleWrite(nowMs, conn, sess, auth, req, slab)
 		return r, r.Resp
 	}
 	s.setConn(conn, session)
@@ -302,13 +340,15 @@ func preppedAsSingleWrite(req *Request) bool {
 // the scan of the outputs, was a quarter of what the leader spent on a write
 // on three servers. Nothing of a single write looks at the connection:
 // not the session's, nor the server's table of them.
-func (s *Server) prepSingleWrite(nowMs int64, conn ConnID, sess *serverSession, auth []authID, req *Request) *TxnRecord {
+func (s *Server) prepSingleWrite(nowMs int64, conn ConnID, sess *serverSession, auth []authID, req *Request, slab *[]recordSlot) *TxnRecord {
 	s.replayAuth = connAuth{ids: auth}
 	s.caller = replayConn
 	s.lastSession = sess // as receiveOn's look-up leaves it
 	s.touch(nowMs, sess)
 	s.prepWrite = checkedWrite{}
-	r := &TxnRecord{Kind: RecWrite, TimeMs: nowMs, Session: sess.id, Conn: conn, Auth: auth}
+	slot := takeRecordSlot(slab)
+	r := &slot.rec
+	r.Kind, r.TimeMs, r.Session, r.Conn, r.Auth = RecWrite, nowMs, sess.id, conn, auth
 	t := s.begin()
 	var w write
 	s.writeInto(nowMs, sess, req, t, &r.Resp, &w)
@@ -319,7 +359,7 @@ func (s *Server) prepSingleWrite(nowMs int64, conn ConnID, sess *serverSession, 
 	s.caller = conn
 	r.Zxid, r.LastZxid, r.Req = t.zxid, t.zxid, *req
 	if s.prepWrite.valid {
-		r.checked = s.prepWrite.handOn(s, req.Op)
+		r.checked = s.prepWrite.handOnTo(&slot.checked, s, req.Op)
 	}
 	return r
 }
