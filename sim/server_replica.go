@@ -469,11 +469,23 @@ func (s *Server) ApplyRecord(r *TxnRecord) {
 		s.replayAuth = connAuth{ids: r.Auth}
 		s.caller = replayConn
 		t := s.begin()
-		var resp Response
+		// A single write's answer is written where it goes out, on the
+		// member its connection is on, as Server.receiveOn writes it,
+		// and moved behind the watch events its commit sends: built
+		// aside, and copied up from apply, it was zeroed twice and
+		// copied twice (a Response is some 260 bytes, an Output 370)
+		// for every member's every write.
+		k := len(s.outputs)
+		var aside Response
+		resp := &aside
+		inPlace := onThis && r.Req.Op != OpMulti
+		if inPlace {
+			resp = s.replySlot(r.Conn)
+		}
 		var checked *checkedWrite
 		switch c := r.checked; {
 		case r.Req.Op == OpMulti:
-			resp = s.multi(r.TimeMs, sess, r.Req, t)
+			*resp = s.multi(r.TimeMs, sess, r.Req, t)
 		case c == nil || s.checkEvery:
 			// A record made without the leader's validation (a log
 			// replayed from elsewhere), or a member that checks every
@@ -481,7 +493,7 @@ func (s *Server) ApplyRecord(r *TxnRecord) {
 			// the leader did; the members after it apply what it
 			// validated.
 			var w write
-			resp, w = s.writeOne(r.TimeMs, sess, r.Req, t)
+			*resp, w = s.writeOne(r.TimeMs, sess, r.Req, t)
 			if c == nil {
 				checked = checkedWrite{ok: resp.Err == CodeOK, w: w}.handOn(s, r.Req.Op)
 			}
@@ -492,22 +504,27 @@ func (s *Server) ApplyRecord(r *TxnRecord) {
 			if c.acl != nil {
 				w.acl = s.acls.intern(c.acl)
 			}
-			resp = s.apply(r.TimeMs, sess, &r.Req, w, t) // it only reads the request: no copy
+			s.applyInto(r.TimeMs, sess, &r.Req, &w, t, resp) // it only reads the request: no copy
 		default:
-			resp = Response{Err: r.Resp.Err}
+			resp.Err = r.Resp.Err
+		}
+		resp.Xid, resp.Zxid = r.Req.Xid, t.zxid
+		// Held to the leader's before the commit, whose watch events may
+		// move the outputs, and the answer written there with them.
+		if !sameWriteResponse(resp, &r.Resp) {
+			panic(fmt.Sprintf("sim: a replica re-executed %v and got %+v, the leader %+v", r, *resp, r.Resp))
 		}
 		s.commit(t)
 		s.replayAuth = connAuth{}
 		s.caller = 0
-		resp.Xid, resp.Zxid = r.Req.Xid, t.zxid
-		if !sameWriteResponse(&resp, &r.Resp) {
-			panic(fmt.Sprintf("sim: a replica re-executed %v and got %+v, the leader %+v", r, resp, r.Resp))
-		}
 		if checked != nil {
 			r.checked = checked
 		}
-		if onThis {
-			s.reply(r.Conn, resp)
+		switch {
+		case inPlace:
+			s.replyLast(k)
+		case onThis:
+			s.reply(r.Conn, aside)
 		}
 	case RecError:
 		s.lastZxid = r.Zxid
