@@ -583,12 +583,12 @@ func (e *Ensemble) receive(nowMs int64, conn ConnID, req *Request) {
 		e.prep.TouchSession(nowMs, id)
 	}
 	if mc == nil {
-		e.answer(nowMs, m, conn, req)
+		e.answerOn(nowMs, m, conn, id, open, req)
 		return
 	}
 	if !mc.outstanding && mc.queue.len() == 0 {
 		if !e.forwards(req) {
-			e.answer(nowMs, m, conn, req)
+			e.answerOn(nowMs, m, conn, id, open, req)
 			return
 		}
 		if open {
@@ -621,7 +621,17 @@ func (e *Ensemble) forwards(req *Request) bool {
 // session (measured: sim/difftest's SessionMovedThenReadOnTheOldFollower).
 // Auth packets are handled before a request is made (processPacket).
 func (e *Ensemble) answer(nowMs int64, m *member, conn ConnID, req *Request) {
-	if id := m.srv.conns[conn]; id != 0 && m.id == e.leader && req.Op != OpAuth && req.Op != OpSASL {
+	id, open := m.srv.conns[conn]
+	e.answerOn(nowMs, m, conn, id, open, req)
+}
+
+// answerOn is answer for a caller that has looked the connection up in
+// its member's table already (id, open := m.srv.conns[conn]), as receive
+// has: it hands the member's Server what it found (Server.receiveOn),
+// rather than have answer and the Server look again, two map look-ups a
+// read.
+func (e *Ensemble) answerOn(nowMs int64, m *member, conn ConnID, id int64, open bool, req *Request) {
+	if id != 0 && m.id == e.leader && req.Op != OpAuth && req.Op != OpSASL {
 		o, ok := e.owner[id]
 		if ok && o != m.id {
 			e.note("s%d closes conn%d: its session moved to another server", m.id, conn)
@@ -632,7 +642,11 @@ func (e *Ensemble) answer(nowMs int64, m *member, conn ConnID, req *Request) {
 			e.owner[id] = m.id
 		}
 	}
-	m.srv.receive(nowMs, conn, req)
+	if !open {
+		m.srv.receive(nowMs, conn, req) // which panics: a request on a closed connection
+		return
+	}
+	m.srv.receiveOn(nowMs, conn, id, req, 0)
 }
 
 // drain answers a connection's queued requests until one must wait for the
