@@ -41,6 +41,8 @@ type runBuffers struct {
 	// choices is the buffer a run recorded its choices in, and lent to
 	// its scenario (RunOptions.lendSchedule).
 	choices []int
+	// verdict is the verdict of a run whose result was given back.
+	verdict *verdictAndChecks
 }
 
 var runPool = sync.Pool{New: func() any { return new(runBuffers) }}
@@ -76,6 +78,9 @@ func (b *runBuffers) keep(r *runner) {
 		r.cov.empty()
 		b.recorder = r.cov
 	}
+	if r.verdict != nil {
+		b.verdict = r.verdict
+	}
 	*r = runner{clients: emptied(r.clients)}
 	b.runner = r
 }
@@ -88,6 +93,18 @@ func (b *runBuffers) takeRunner() *runner {
 	}
 	b.runner = nil
 	return r
+}
+
+// takeVerdict is a zero verdict with its checks' array: the one a run
+// left, if any.
+func (b *runBuffers) takeVerdict() *verdictAndChecks {
+	vc := b.verdict
+	if vc == nil {
+		return new(verdictAndChecks)
+	}
+	b.verdict = nil
+	*vc = verdictAndChecks{}
+	return vc
 }
 
 // takeChoices is the buffer for a run's choices: the one the last run

@@ -280,6 +280,7 @@ type runner struct {
 	probed  bool
 	cov     *coverageRecorder // nil unless RunOptions.Coverage
 	bufs    *runBuffers       // taken from runPool (newRunner), given back by Result.recycle
+	verdict *verdictAndChecks // the result's Verdict, given back with bufs
 }
 
 func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string, program Workload) *runner {
@@ -495,14 +496,14 @@ func (r *runner) run() *Result {
 
 // recycle gives the run's arrays to runPool for a later run (runBuffers),
 // for a caller that is done with the result but for its Scenario (unless
-// RunOptions.lendSchedule), Verdict, Coverage and figures, which are the
-// result's own: its history (History) is gone.
+// RunOptions.lendSchedule), Coverage and figures, which are the result's
+// own: its history (History) and Verdict are gone.
 func (res *Result) recycle() {
 	r := res.run
 	if r == nil || r.bufs == nil {
 		return
 	}
-	res.run, res.hist = nil, nil
+	res.run, res.hist, res.Verdict = nil, nil, nil
 	if r.opts.lendSchedule {
 		res.Scenario.Schedule = nil // its array is the next run's
 	}
