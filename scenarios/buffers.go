@@ -43,6 +43,9 @@ type runBuffers struct {
 	choices []int
 	// verdict is the verdict of a run whose result was given back.
 	verdict *verdictAndChecks
+	// parts are the clients' parts of a run of the default workload
+	// (clientPart); a user's workload might keep its Worker.
+	parts []clientPart
 }
 
 var runPool = sync.Pool{New: func() any { return new(runBuffers) }}
@@ -81,6 +84,9 @@ func (b *runBuffers) keep(r *runner) {
 	if r.verdict != nil {
 		b.verdict = r.verdict
 	}
+	if r.opts.Workload == nil && r.parts != nil {
+		b.parts = r.parts
+	}
 	*r = runner{clients: emptied(r.clients)}
 	b.runner = r
 }
@@ -105,6 +111,27 @@ func (b *runBuffers) takeVerdict() *verdictAndChecks {
 	b.verdict = nil
 	*vc = verdictAndChecks{}
 	return vc
+}
+
+// takeParts is the parts of n clients, zero but for their tasks: the
+// array a run left, if it has room.
+func (b *runBuffers) takeParts(n int) []clientPart {
+	parts := b.parts
+	b.parts = nil
+	if cap(parts) < n {
+		parts = make([]clientPart, n)
+	}
+	// All of the array is emptied, so that nothing of an earlier run's
+	// clients stays reachable through it.
+	for i := range parts[:cap(parts)] {
+		p := &parts[:cap(parts)][i]
+		task := p.task
+		if task == nil {
+			task = p.workload
+		}
+		*p = clientPart{task: task}
+	}
+	return parts[:n]
 }
 
 // takeChoices is the buffer for a run's choices: the one the last run

@@ -281,6 +281,7 @@ type runner struct {
 	cov     *coverageRecorder // nil unless RunOptions.Coverage
 	bufs    *runBuffers       // taken from runPool (newRunner), given back by Result.recycle
 	verdict *verdictAndChecks // the result's Verdict, given back with bufs
+	parts   []clientPart      // the clients' connections, workers and tasks (run)
 }
 
 func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string, program Workload) *runner {
@@ -393,16 +394,9 @@ func (r *runner) run() *Result {
 	if err := r.setupAccess(); err != nil {
 		r.runErr = fmt.Errorf("access setup: %w", err)
 	}
-	// The clients' connections, workers and a registry recipe's adapted
-	// handles, in one allocation, not three each: ctor allocates its
-	// recipeLock on its own.
-	parts := make([]struct {
-		conn   observedConn
-		worker Worker
-		lock   recipeLock
-	}, r.sc.Clients)
+	r.parts = r.buffers().takeParts(r.sc.Clients)
 	for i := 1; i <= r.sc.Clients; i++ {
-		c, p := r.clients[i-1], &parts[i-1]
+		c, p := r.clients[i-1], &r.parts[i-1]
 		p.conn = observedConn{Conn: c, r: r, client: i}
 		var lock Lock
 		if r.recipeNew != nil {
@@ -412,7 +406,7 @@ func (r *runner) run() *Result {
 			lock = r.ctor(&p.conn, r.lockPath, r.sc.options(i))
 		}
 		p.worker = Worker{r: r, client: i, conn: &p.conn, lock: lock}
-		r.w.Go(c, taskName(i), r.workload(i, &p.worker))
+		r.w.Go(c, taskName(i), p.task)
 	}
 	maxWall := cmpOr(r.opts.MaxWallTime, MaxWallTime)
 	start := time.Now() // the wall-time limit's only reading of the clock
@@ -570,19 +564,33 @@ func taskName(i int) string {
 	return fmt.Sprintf("c%d", i)
 }
 
-// workload is client i's task: the scenario's workload program (the
-// default, cycles: acquire, update the store, release, think), then close
-// the session.
-func (r *runner) workload(i int, w *Worker) func(ctx context.Context) {
-	return func(ctx context.Context) {
-		defer func() {
-			r.lock()
-			r.done[i] = true
-			r.unlock()
-		}()
-		if r.program(ctx, w) == nil {
-			w.conn.Close()
-		}
+// A clientPart is what a run makes for one client: its connection, its
+// worker, a registry recipe's adapted handle (ctor allocates its
+// recipeLock on its own), and its task, in one array for all the
+// clients, which later runs take again (runBuffers.takeParts).
+type clientPart struct {
+	conn   observedConn
+	worker Worker
+	lock   recipeLock
+	// task is workload bound to the part once, when its array is made:
+	// the array never moves, and a closure made for every client of
+	// every run was the harness's most frequent allocation.
+	task func(ctx context.Context)
+}
+
+// workload is the part's client's task: the scenario's workload program
+// (the default, cycles: acquire, update the store, release, think), then
+// close the session.
+func (p *clientPart) workload(ctx context.Context) {
+	w := &p.worker
+	r, i := w.r, w.client
+	defer func() {
+		r.lock()
+		r.done[i] = true
+		r.unlock()
+	}()
+	if r.program(ctx, w) == nil {
+		w.conn.Close()
 	}
 }
 

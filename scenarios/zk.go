@@ -300,9 +300,10 @@ func (z *zkRun) run() {
 	// simulator's default schedule (the first enabled step) runs them in
 	// that order, and the library's stories assume it: c1 first.
 	for i, c := range z.conns {
-		conn := &observedConn{Conn: c, r: r, client: i + 1}
-		lock := r.ctor(conn, r.lockPath, r.sc.options(i+1))
-		work := r.workload(i+1, &Worker{r: r, client: i + 1, conn: conn, lock: lock})
+		p := &clientPart{conn: observedConn{Conn: c, r: r, client: i + 1}}
+		lock := r.ctor(&p.conn, r.lockPath, r.sc.options(i+1))
+		p.worker = Worker{r: r, client: i + 1, conn: &p.conn, lock: lock}
+		work := p.workload
 		z.tasks.Add(1)
 		ended := make(chan struct{})
 		go func() {
