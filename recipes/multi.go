@@ -92,7 +92,7 @@ func releaseAll(ctx context.Context, c Conn, leases []*Lease) error {
 }
 
 func (m *MultiLock) lease(parts []*Lease) *Lease {
-	l := &Lease{conn: m.conn, session: parts[0].session, timeout: parts[0].timeout, parts: parts}
+	l := &Lease{conn: m.conn, session: parts[0].session, timeout: parts[0].timeout, parts: &parts}
 	for _, p := range parts {
 		l.token = max(l.token, p.token)
 	}
@@ -121,4 +121,9 @@ func (m *MultiLock) lease(parts []*Lease) *Lease {
 
 // Parts are the member leases of a multi-lock lease, in acquisition
 // order; nil for other leases.
-func (l *Lease) Parts() []*Lease { return slices.Clone(l.parts) }
+func (l *Lease) Parts() []*Lease {
+	if l.parts == nil {
+		return nil
+	}
+	return slices.Clone(*l.parts)
+}
