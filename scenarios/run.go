@@ -282,17 +282,25 @@ type runner struct {
 	bufs    *runBuffers       // taken from runPool (newRunner), given back by Result.recycle
 	verdict *verdictAndChecks // the result's Verdict, given back with bufs
 	parts   []clientPart      // the clients' connections, workers and tasks (run)
+	// record and ownStore are rec and store on the simulator (newRunner).
+	record   sim.Record
+	ownStore store
 }
 
 func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string, program Workload) *runner {
 	b := takeRunBuffers()
 	r := b.takeRunner()
 	*r = runner{sc: sc, opts: o, ctor: ctor, program: program, lockKind: lockKind, lockPath: LockRoot, bufs: b, clients: r.clients}
-	var inner sim.Strategy = &sim.Replay{Choices: sc.Schedule, Next: firstStrategy{}}
-	if o.Strategy != nil {
-		inner = o.Strategy
+	// The record and the store are the runner's own, as the runner is
+	// the last run's (takeRunner): three allocations a run fewer, with
+	// the replay made only when there is no strategy (an exploration has
+	// one).
+	inner := o.Strategy
+	if inner == nil {
+		inner = &sim.Replay{Choices: sc.Schedule, Next: firstStrategy{}}
 	}
-	r.rec = &sim.Record{Inner: inner, Choices: b.takeChoices()}
+	r.record = sim.Record{Inner: inner, Choices: b.takeChoices()}
+	r.rec = &r.record
 	r.obs = b.takeObserver(o.Trace, sc.Clients)
 	r.obs.report = o.Report
 	r.obs.everyEvent = o.everyEvent
@@ -326,7 +334,8 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string, pr
 	if len(o.phaseFaults) > 0 {
 		r.cov.aim(r.w, o.phaseFaults)
 	}
-	r.store = &store{fenced: sc.Store == StoreFenced}
+	r.ownStore = store{fenced: sc.Store == StoreFenced}
+	r.store = &r.ownStore
 	r.done = make([]bool, sc.Clients+1)
 	r.hist.reserve(sc.Clients*sc.Cycles, b)
 	r.obs.tree.reserve(sc.Clients*sc.Cycles, b)
