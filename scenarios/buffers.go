@@ -31,10 +31,12 @@ type runBuffers struct {
 	// runner, observer and coverage recorder (emptied).
 	locks      []*lockRec
 	updates    []*updateRec
+	marks      []markRec
 	lockRecs   chunkBuffer[lockRec]
 	updateRecs chunkBuffer[updateRec]
 	lives      []*znodeLife
 	lifeRecs   chunkBuffer[znodeLife]
+	leaseLives []*znodeLife // the leases' lives (serverTree.carveLives), all nil
 	runner     *runner
 	observer   *observer
 	recorder   *coverageRecorder
@@ -70,11 +72,16 @@ func (b *runBuffers) keep(r *runner) {
 	r.hist.updateChunk.keep(&b.updateRecs)
 	b.locks = emptied(r.hist.locks)
 	b.updates = emptied(r.hist.updates)
+	b.marks = emptied(r.hist.marks)
 	r.hist = history{}
 	t := r.obs.tree
 	t.lifeChunk.keep(&b.lifeRecs)
 	b.lives = emptied(t.lives)
 	t.lives = nil
+	if r.opts.Workload == nil {
+		clear(t.leaseArray)
+		b.leaseLives = t.leaseArray
+	}
 	r.obs.empty()
 	b.observer, r.obs = r.obs, nil
 	if r.cov != nil {

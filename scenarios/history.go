@@ -153,7 +153,10 @@ func (h *history) reserve(n int, b *runBuffers) {
 	n = min(n, MaxLockCycles)
 	h.locks = takeSlice(b.locks, n)
 	h.updates = takeSlice(b.updates, n)
-	b.locks, b.updates = nil, nil
+	// The marks (a run's faults and expiries, a few dozen) grew by
+	// append in every run: the last run's array is taken again.
+	h.marks = b.marks[:0]
+	b.locks, b.updates, b.marks = nil, nil, nil
 	h.lockChunk.start(n, &b.lockRecs)
 	h.updateChunk.start(n, &b.updateRecs)
 }

@@ -60,9 +60,11 @@ type serverTree struct {
 	creatorOf func(czxid int64) int
 	lives     []*znodeLife
 	// lifeChunk holds the lives lives points to; leaseLives holds the
-	// leases' slices of lives (holdLives): many to an allocation.
+	// leases' slices of lives (holdLives): many to an allocation, carved
+	// from leaseArray, the last array made for them.
 	lifeChunk  chunk[znodeLife]
 	leaseLives []*znodeLife
+	leaseArray []*znodeLife
 	// alive is the current lives, one a path, in no particular order (a
 	// life that ends trades places with the last): what a look at every
 	// life walks, and what lifeOf finds a path's life in. The order of
@@ -122,6 +124,8 @@ func (t *serverTree) reserve(n int, b *runBuffers) {
 	t.lives = takeSlice(b.lives, n)
 	b.lives = nil
 	t.lifeChunk.start(n, &b.lifeRecs)
+	t.leaseLives, t.leaseArray = b.leaseLives, b.leaseLives
+	b.leaseLives = nil
 }
 
 // aliveScanMax is the most lives lifeOf finds by a walk of alive: a run
@@ -494,10 +498,14 @@ func (t *serverTree) holdLives(l *lockRec) {
 }
 
 // carveLives returns n nil lives, cut from an array shared with other
-// leases' (capped, so that an append cannot reach a neighbour's).
+// leases' (capped, so that an append cannot reach a neighbour's). Each
+// array is made twice as long as the last: the one a run ends with is
+// the one the next run starts with (runBuffers.leaseLives), and so it
+// soon holds a whole run's, where every run made two or three.
 func (t *serverTree) carveLives(n int) []*znodeLife {
 	if n > cap(t.leaseLives) {
-		t.leaseLives = make([]*znodeLife, max(n, 4*chunkMin))
+		t.leaseArray = make([]*znodeLife, max(n, 4*chunkMin, 2*len(t.leaseArray)))
+		t.leaseLives = t.leaseArray
 	}
 	lives := t.leaseLives[:n:n]
 	t.leaseLives = t.leaseLives[n:]
