@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/zklab/zklab/sim"
@@ -73,6 +74,31 @@ var Events = []string{EventLostCreateReply, EventLostDeleteReply, EventLostCreat
 
 func newCoverage() *Coverage {
 	return &Coverage{Faults: map[sim.FaultKind]map[string]int{}, Events: map[string]int{}, Requests: map[string]int{}}
+}
+
+// coveragePool keeps the coverage of runs the explorer has counted in
+// (explorer.finish), emptied, for the coverage of later runs
+// (coverageRecorder.begin): a run's coverage was its struct and three
+// maps made afresh, and the maps grown entry by entry, in every run.
+var coveragePool sync.Pool
+
+// takeCoverage is an empty coverage: one given back, or a new one.
+func takeCoverage() *Coverage {
+	if c, ok := coveragePool.Get().(*Coverage); ok {
+		return c
+	}
+	return newCoverage()
+}
+
+// putCoverage empties c, which nothing else points to any more, and
+// gives it back for a later run. Its maps keep their room; a fault kind's
+// map of phases goes, so that c is as a new one would be.
+func putCoverage(c *Coverage) {
+	clear(c.Faults)
+	clear(c.Events)
+	clear(c.Requests)
+	c.Runs = 0
+	coveragePool.Put(c)
 }
 
 func (c *Coverage) addFault(k sim.FaultKind, phase string, n int) {
@@ -418,7 +444,7 @@ func newCoverageRecorder(clients int) *coverageRecorder {
 // begin readies r for a run of clients: a new recorder, or one a run
 // emptied for a later one (empty), its arrays and maps taken over.
 func (r *coverageRecorder) begin(clients int) {
-	r.cov = newCoverage()
+	r.cov = takeCoverage()
 	r.cov.Runs = 1
 	r.clients = takeSlice(r.clients, clients+1)[:clients+1]
 	for i := range r.clients {

@@ -169,6 +169,11 @@ func (e *explorer) finish(g int, r *Result, failed bool, err error) {
 		e.merged++
 		e.steps += rec.steps
 		e.cov.Add(rec.cov)
+		if !rec.failed && rec.cov != nil {
+			// Counted in, and nothing else has it: a failing run's
+			// result, which keeps its coverage, is e.found.
+			putCoverage(rec.cov)
+		}
 		if e.merged%seenEpoch == 0 && e.o.Strategy != StrategyRandom && e.o.Strategy != StrategyPCT {
 			e.snaps[e.merged] = e.cov.Clone()
 		}
