@@ -45,6 +45,8 @@ type runBuffers struct {
 	choices []int
 	// verdict is the verdict of a run whose result was given back.
 	verdict *verdictAndChecks
+	// texts are the last texts the checks wrote (text).
+	texts [textSlots]string
 	// parts are the clients' parts of a run of the default workload
 	// (clientPart); a user's workload might keep its Worker.
 	parts []clientPart
@@ -106,6 +108,32 @@ func (b *runBuffers) takeRunner() *runner {
 	}
 	b.runner = nil
 	return r
+}
+
+// A textSlot names a text that a run's checks write (runBuffers.text).
+type textSlot int
+
+const (
+	textTitle      textSlot = iota // the verdict's title
+	textLock                       // checkLock's operations
+	textStore                      // checkStore's value and writes
+	textHolders                    // checkOverlap's leases or terms, for CheckZKHolders
+	textSplitBrain                 // and for CheckSplitBrain
+	textSlots
+)
+
+// text is t as a string: the one the last run wrote in slot k, if it
+// says the same. Runs of one exploration write the same few texts
+// ("fair-lock, 5 clients × 10 cycles, fenced store", "50 leases") run
+// after run, and each was an allocation. Strings do not change, so the
+// verdicts that share one are independent all the same.
+func (b *runBuffers) text(k textSlot, t []byte) string {
+	if s := b.texts[k]; s == string(t) {
+		return s
+	}
+	s := string(t)
+	b.texts[k] = s
+	return s
 }
 
 // takeVerdict is a zero verdict with its checks' array: the one a run

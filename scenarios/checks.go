@@ -307,7 +307,7 @@ func (r *runner) title() string {
 	b = append(b, ", "...)
 	b = append(b, sc.Store...)
 	b = append(b, " store"...)
-	return string(b)
+	return r.buffers().text(textTitle, b)
 }
 
 func firstLines(s string, n int) string {
@@ -351,7 +351,8 @@ func (r *runner) checkLock(timeout time.Duration) CheckResult {
 	if !typedLegalInReturnOrder(typed, model.LockStep(r.lockKind, max(r.sc.Leases, 1))) {
 		res = checkLinearizable(r.lockModel(), boxOps(typed), timeout)
 	}
-	out := CheckResult{Name: CheckLock, Outcome: porcupineOutcome(res), Detail: Plural(len(typed), "operation")}
+	var buf [64]byte
+	out := CheckResult{Name: CheckLock, Outcome: porcupineOutcome(res), Detail: r.buffers().text(textLock, appendPlural(buf[:0], len(typed), "operation"))}
 	if res == porcupine.Unknown {
 		out.Detail += fmt.Sprintf("; no answer within %v", timeout)
 	}
@@ -427,7 +428,7 @@ func (r *runner) checkStore(timeout time.Duration) CheckResult {
 	// and Plural's text).
 	var buf [64]byte
 	b := strconv.AppendInt(append(buf[:0], "value "...), r.store.value, 10)
-	out.Detail = string(appendPlural(append(b, " after "...), int(r.store.writes), "write"))
+	out.Detail = r.buffers().text(textStore, appendPlural(append(b, " after "...), int(r.store.writes), "write"))
 	if len(r.store.lost) > 0 {
 		lu := r.store.lost[0]
 		out.Detail += fmt.Sprintf("; %s, the first at step %d: c%d (token %#x) wrote %d over %d, having read %d (c%d's update lost)",
@@ -654,10 +655,15 @@ func (r *runner) checkOverlap(name string, lastStep uint64) CheckResult {
 			return CheckResult{Name: name, Outcome: Fail, Detail: fmt.Sprintf("at step %d, %s %s", s.start, strings.Join(who, " and "), what)}
 		}
 	}
+	noun, slot := "lease", textHolders
 	if r.sc.Election() {
-		return CheckResult{Name: name, Outcome: Pass, Detail: Plural(len(spans), "term")}
+		noun = "term"
 	}
-	return CheckResult{Name: name, Outcome: Pass, Detail: Plural(len(spans), "lease")}
+	if name == CheckSplitBrain {
+		slot = textSplitBrain
+	}
+	var buf [64]byte
+	return CheckResult{Name: name, Outcome: Pass, Detail: r.buffers().text(slot, appendPlural(buf[:0], len(spans), noun))}
 }
 
 // waitedFor is what a client stuck in its acquire did: waited for the
