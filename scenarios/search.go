@@ -301,8 +301,15 @@ func (e *explorer) runDrawn(t *rapid.T, g int, shrinking bool) (*Result, bool, e
 	} else {
 		drawFaults(t, o, sc)
 	}
-	src := &RapidSource{T: t, Label: "sched", unguarded: !shrinking}
-	var sched sim.Strategy = WalkStrategy{Source: src}
+	// The source and the walk over it, in one allocation: a WalkStrategy
+	// (an interface in a struct) put in a sim.Strategy was one more.
+	drawn := &struct {
+		src  RapidSource
+		walk WalkStrategy
+	}{src: RapidSource{T: t, Label: "sched", unguarded: !shrinking}}
+	src := &drawn.src
+	drawn.walk.Source = src
+	var sched sim.Strategy = &drawn.walk
 	if strategy == StrategyPCT {
 		sched = &PCT{Depth: o.Depth, Source: src}
 	}
