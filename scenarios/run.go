@@ -285,6 +285,8 @@ type runner struct {
 	// record and ownStore are rec and store on the simulator (newRunner).
 	record   sim.Record
 	ownStore store
+	// doneAtClose is done as it was when the world was closed (run).
+	doneAtClose []bool
 }
 
 func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string, program Workload) *runner {
@@ -336,7 +338,11 @@ func newRunner(sc *Scenario, o RunOptions, ctor Constructor, lockKind string, pr
 	}
 	r.ownStore = store{fenced: sc.Store == StoreFenced}
 	r.store = &r.ownStore
-	r.done = make([]bool, sc.Clients+1)
+	// done and the copy of it that run keeps as the world closes, in one
+	// array, not three (two copies were made at the close).
+	n := sc.Clients + 1
+	done := make([]bool, 2*n)
+	r.done, r.doneAtClose = done[:n:n], done[n:]
 	r.hist.reserve(sc.Clients*sc.Cycles, b)
 	r.obs.tree.reserve(sc.Clients*sc.Cycles, b)
 	// A lock cycle makes a create, and a client's first create may fail
@@ -453,8 +459,8 @@ func (r *runner) run() *Result {
 	r.endTime = now
 	// Closing the world ends the tasks still blocked; what had finished
 	// is decided now.
-	r.done = slices.Clone(r.done)
-	doneBefore := slices.Clone(r.done)
+	doneBefore := r.doneAtClose
+	copy(doneBefore, r.done)
 	var ops []sim.Operation
 	if r.opts.Znodes {
 		ops = r.w.History()
