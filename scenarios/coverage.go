@@ -92,8 +92,12 @@ func takeCoverage() *Coverage {
 
 // putCoverage empties c, which nothing else points to any more, and
 // gives it back for a later run. Its maps keep their room; a fault kind's
-// map of phases goes, so that c is as a new one would be.
+// map of phases goes to phasesPool, so that c is as a new one would be.
 func putCoverage(c *Coverage) {
+	for _, m := range c.Faults {
+		clear(m)
+		phasesPool.Put(m)
+	}
 	clear(c.Faults)
 	clear(c.Events)
 	clear(c.Requests)
@@ -101,10 +105,18 @@ func putCoverage(c *Coverage) {
 	coveragePool.Put(c)
 }
 
+// phasesPool keeps the maps of phases of the fault kinds of coverage
+// given back (putCoverage), empty, for addFault: a run's coverage made
+// one for every kind of fault that struck, and grew it phase by phase.
+var phasesPool sync.Pool
+
 func (c *Coverage) addFault(k sim.FaultKind, phase string, n int) {
 	m := c.Faults[k]
 	if m == nil {
-		m = map[string]int{}
+		m, _ = phasesPool.Get().(map[string]int)
+		if m == nil {
+			m = map[string]int{}
+		}
 		c.Faults[k] = m
 	}
 	m[phase] += n
