@@ -47,6 +47,9 @@ type runBuffers struct {
 	verdict *verdictAndChecks
 	// texts are the last texts the checks wrote (text).
 	texts [textSlots]string
+	// scenario is the scenario of a result given back with
+	// RunOptions.lendSchedule (Result.recycle), its faults cleared.
+	scenario *Scenario
 	// parts are the clients' parts of a run of the default workload
 	// (clientPart); a user's workload might keep its Worker.
 	parts []clientPart
@@ -134,6 +137,17 @@ func (b *runBuffers) text(k textSlot, t []byte) string {
 	s := string(t)
 	b.texts[k] = s
 	return s
+}
+
+// takeScenario is a scenario to copy a run's into (Scenario.cloneInto):
+// the one a run's result gave back, if any.
+func (b *runBuffers) takeScenario() *Scenario {
+	sc := b.scenario
+	if sc == nil {
+		return new(Scenario)
+	}
+	b.scenario = nil
+	return sc
 }
 
 // takeVerdict is a zero verdict with its checks' array: the one a run

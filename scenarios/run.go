@@ -468,7 +468,7 @@ func (r *runner) run() *Result {
 	r.w.Close()
 	r.done = doneBefore
 	res := &Result{Steps: steps, Time: now}
-	out := r.sc.clone()
+	out := r.sc.cloneInto(r.bufs.takeScenario())
 	if r.opts.lendSchedule {
 		// The schedule is the record's buffer, trimmed, not a copy (the
 		// copies were 4% of an exploration's bytes): the buffer goes with
@@ -506,18 +506,27 @@ func (r *runner) run() *Result {
 // recycle gives the run's arrays to runPool for a later run (runBuffers),
 // for a caller that is done with the result but for its Scenario (unless
 // RunOptions.lendSchedule), Coverage and figures, which are the result's
-// own: its history (History) and Verdict are gone.
+// own: its history (History) and Verdict are gone, and its Scenario too
+// with lendSchedule.
 func (res *Result) recycle() {
 	r := res.run
 	if r == nil || r.bufs == nil {
 		return
 	}
 	res.run, res.hist, res.Verdict = nil, nil, nil
-	if r.opts.lendSchedule {
-		res.Scenario.Schedule = nil // its array is the next run's
-	}
 	b := r.bufs
+	var sc *Scenario
+	if r.opts.lendSchedule {
+		// The caller keeps nothing of the scenario: it is the next run's
+		// copy's, and its schedule's array the next run's record's.
+		sc, res.Scenario = res.Scenario, nil
+		sc.Schedule = nil
+	}
 	b.keep(r) // r too, emptied
+	if sc != nil {
+		clear(sc.Faults[:cap(sc.Faults)])
+		b.scenario = sc
+	}
 	b.put()
 }
 

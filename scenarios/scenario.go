@@ -786,13 +786,24 @@ func parseSchedule(rest string, out *[]int) error {
 }
 
 // clone returns a deep copy.
-func (s *Scenario) clone() *Scenario {
-	c := *s
+func (s *Scenario) clone() *Scenario { return s.cloneInto(new(Scenario)) }
+
+// cloneInto makes c, which nothing else points to, a deep copy of s, and
+// returns it. The faults go in c's array of faults if it has one: the
+// scenario of a run whose result is given back is taken again for the
+// copy of a later run's (runBuffers.scenario).
+func (s *Scenario) cloneInto(c *Scenario) *Scenario {
+	faults := c.Faults[:0]
+	*c = *s
 	c.Readers = slices.Clone(s.Readers)
-	c.Faults = slices.Clone(s.Faults)
+	if s.Faults == nil || faults == nil {
+		c.Faults = slices.Clone(s.Faults)
+	} else {
+		c.Faults = append(faults, s.Faults...)
+	}
 	c.Schedule = slices.Clone(s.Schedule)
 	c.Expect = slices.Clone(s.Expect)
 	c.layout = slices.Clone(s.layout)
 	c.Access = s.Access.clone()
-	return &c
+	return c
 }
