@@ -263,13 +263,27 @@ func holdMaxMs(hold time.Duration) int {
 	return int(hold / time.Millisecond)
 }
 
+// drawnPool keeps the drawn scenarios of runs whose results were given
+// back (Result.recycle): such a run took its scenario as its own
+// (RunOptions.ownScenario), and nothing else points to it.
+var drawnPool sync.Pool
+
+// takeDrawn is a scenario to draw into: one given back, or a new one.
+func takeDrawn() *Scenario {
+	if sc, ok := drawnPool.Get().(*Scenario); ok {
+		return sc
+	}
+	return new(Scenario)
+}
+
 // drawWorkload draws the workload: clients, cycles, hold, seed, readers.
 func drawWorkload(t *rapid.T, o *ExploreOptions) *Scenario {
 	minClients, minCycles := min(2, o.Clients), 1
 	if o.exactShape {
 		minClients, minCycles = o.Clients, o.Cycles
 	}
-	sc := &Scenario{
+	sc := takeDrawn()
+	*sc = Scenario{
 		Recipe:         o.Recipe,
 		Leases:         o.Leases,
 		Clients:        intRange(minClients, o.Clients).Draw(t, "clients"),

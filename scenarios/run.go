@@ -522,6 +522,12 @@ func (res *Result) recycle() {
 		sc, res.Scenario = res.Scenario, nil
 		sc.Schedule = nil
 	}
+	if r.opts.lendSchedule && r.opts.ownScenario {
+		// The scenario the caller drew and handed over: the next draw's
+		// (drawWorkload).
+		*r.sc = Scenario{}
+		drawnPool.Put(r.sc)
+	}
 	b.keep(r) // r too, emptied
 	if sc != nil {
 		clear(sc.Faults[:cap(sc.Faults)])
