@@ -179,9 +179,13 @@ func (s *Server) checkNodeInvariants(path string, n *znode, walkChildren bool) e
 			for name, hash := range n.children.all() {
 				// The child's path is built aside and looked up without a
 				// copy: a path allocated for every node at every run's end
-				// was a hundredth of an exploration.
-				s.checkPathBuf = AppendPath(s.checkPathBuf[:0], path, name)
-				if s.nodes[string(s.checkPathBuf)] == nil {
+				// was a hundredth of an exploration. It is built on the
+				// stack (a longer one is allocated): a buffer of the
+				// server's made every server of an exploration a size
+				// class larger (Server).
+				var buf [256]byte
+				childPath := AppendPath(buf[:0], path, name)
+				if s.nodes[string(childPath)] == nil {
 					return fmt.Errorf("sim: invariant: %s lists missing child %s", path, name)
 				}
 				// A create brings its name's hash from its validation
