@@ -67,10 +67,53 @@ func (w *World) dial(c *Client) (conn *netConn, refused bool) {
 		return w.dialMember(c)
 	}
 	w.connSeq++
-	conn = &netConn{id: w.connSeq, client: c}
+	conn = w.newConn(w.connSeq, c)
 	w.conns = append(w.conns, conn)
 	w.server.OpenFrom(conn.id, c.addr())
 	return conn, false
+}
+
+// newConn returns a connection of c's with id, its queues' storage that
+// of a connection the world has forgotten (pruneConns), if it has one:
+// a new connection's first message and first reply allocated storage for
+// one (some 450 and 380 bytes), and a run's clients connect again and
+// again, after each fault that breaks their connection.
+func (w *World) newConn(id ConnID, c *Client) *netConn {
+	conn := &netConn{id: id, client: c}
+	if n := w.spareQueues.n; n > 0 {
+		sq := &w.spareQueues.queues[n-1]
+		conn.toServer.items, conn.toClient.items = sq.toServer, sq.toClient
+		*sq = spareQueues{}
+		w.spareQueues.n--
+	}
+	return conn
+}
+
+// spareQueues is the storage of a forgotten connection's two queues,
+// emptied and zeroed.
+type spareQueues struct {
+	toServer []wireMsg
+	toClient []Output
+}
+
+// keepQueues keeps the storage of the queues of conn, which the world
+// forgets, for a new connection (newConn), when there is room: the
+// queues are empty, and conn is left with none, so that a stray push
+// onto it could not write into a new connection's. The storage is
+// zeroed whole, past its length too: a released slot holds a delivered
+// message (fifo), and a to-server slot marked basic must hold zeros
+// beyond its basic fields (sendRequest).
+func (w *World) keepQueues(conn *netConn) {
+	sp := &w.spareQueues
+	toServer, toClient := conn.toServer.items[:cap(conn.toServer.items)], conn.toClient.items[:cap(conn.toClient.items)]
+	conn.toServer, conn.toClient = fifo[wireMsg]{}, fifo[Output]{}
+	if sp.n == len(sp.queues) || len(toServer)+len(toClient) == 0 {
+		return
+	}
+	clear(toServer)
+	clear(toClient)
+	sp.queues[sp.n] = spareQueues{toServer: toServer[:0], toClient: toClient[:0]}
+	sp.n++
 }
 
 func (w *World) connByID(id ConnID) *netConn {
@@ -197,6 +240,9 @@ func (w *World) pruneConns() {
 		gone := c.clientClosed && c.toServer.len() == 0 && !w.serverHasConn(c.id)
 		if !gone && c.clientClosed {
 			w.connsClosed = true // look again once its last messages are through
+		}
+		if gone {
+			w.keepQueues(c)
 		}
 		return gone
 	})

@@ -93,3 +93,44 @@ func TestIsBasicSeesEveryField(t *testing.T) {
 		}
 	}
 }
+
+// A connection the world forgets hands its queues' storage to the next
+// one it opens (keepQueues, newConn): zeroed whole, the released slots
+// past the length included, so that nothing delivered stays reachable and
+// a slot marked basic holds zeros beyond its basic fields; the forgotten
+// connection keeps none of it.
+func TestNewConnTakesForgottenQueues(t *testing.T) {
+	w := &World{}
+	old := &netConn{id: 1}
+	w.conns = []*netConn{old}
+	req := Request{Xid: 1, Op: OpGetData, Path: "/a", Data: []byte("x")}
+	w.sendRequest(old, &req, 0, true)
+	w.sendRequest(old, &req, 0, true)
+	old.toServer.drop()
+	old.toServer.drop()
+	w.queued -= 2
+	old.toClient.push(Output{Conn: 1, Kind: OutReply, Reply: Response{Xid: 1, Data: []byte("x")}})
+	old.toClient.drop()
+	toServer, toClient := old.toServer.items[:cap(old.toServer.items)], old.toClient.items[:cap(old.toClient.items)]
+	w.keepQueues(old)
+	if old.toServer.items != nil || old.toClient.items != nil {
+		t.Fatalf("the forgotten connection keeps its storage")
+	}
+	conn := w.newConn(2, nil)
+	if conn.toServer.len() != 0 || conn.toClient.len() != 0 || cap(conn.toServer.items) != len(toServer) || &conn.toServer.items[:1][0] != &toServer[0] || &conn.toClient.items[:1][0] != &toClient[0] {
+		t.Fatalf("the new connection has not the forgotten one's storage, empty")
+	}
+	for i := range toServer {
+		if !reflect.ValueOf(toServer[i]).IsZero() {
+			t.Fatalf("to-server slot %d holds %+v, want zero", i, toServer[i])
+		}
+	}
+	for i := range toClient {
+		if !reflect.ValueOf(toClient[i]).IsZero() {
+			t.Fatalf("to-client slot %d holds %+v, want zero", i, toClient[i])
+		}
+	}
+	if other := w.newConn(3, nil); other.toServer.items != nil || other.toClient.items != nil {
+		t.Fatalf("a second connection took storage already taken")
+	}
+}

@@ -103,6 +103,12 @@ type World struct {
 	// checkUnwoken asserts it.
 	queued  int
 	connSeq ConnID
+	// spareQueues holds the queues' storage of a few connections the
+	// world forgot, for new ones (newConn, keepQueues).
+	spareQueues struct {
+		queues [4]spareQueues
+		n      int
+	}
 
 	// channelChanges counts the moments a channel a task waits on in
 	// Wait may have been sent on or closed: the simulation's deliveries to
