@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"slices"
+	"sync"
 )
 
 type wireKind int
@@ -74,17 +75,22 @@ func (w *World) dial(c *Client) (conn *netConn, refused bool) {
 }
 
 // newConn returns a connection of c's with id, its queues' storage that
-// of a connection the world has forgotten (pruneConns), if it has one:
-// a new connection's first message and first reply allocated storage for
-// one (some 450 and 380 bytes), and a run's clients connect again and
-// again, after each fault that breaks their connection.
+// of a connection forgotten before, by this world (pruneConns) or by one
+// closed (Close), if there is one: a new connection's first message and
+// first reply allocated storage for one (some 450 and 380 bytes), and
+// grew it as more came, in every world an exploration makes, and a run's
+// clients connect again after every fault that breaks their connection.
 func (w *World) newConn(id ConnID, c *Client) *netConn {
 	conn := &netConn{id: id, client: c}
-	if n := w.spareQueues.n; n > 0 {
-		sq := &w.spareQueues.queues[n-1]
-		conn.toServer.items, conn.toClient.items = sq.toServer, sq.toClient
-		*sq = spareQueues{}
-		w.spareQueues.n--
+	if w.spareQueues == nil {
+		w.spareQueues = queueStores.Get().(*queueStore)
+	}
+	sp := w.spareQueues
+	if n := len(sp.queues); n > 0 {
+		q := &sp.queues[n-1]
+		conn.toServer.items, conn.toClient.items = q.toServer, q.toClient
+		*q = spareQueues{}
+		sp.queues = sp.queues[:n-1]
 	}
 	return conn
 }
@@ -96,24 +102,67 @@ type spareQueues struct {
 	toClient []Output
 }
 
+// A queueStore holds the storage of forgotten connections' queues, up to
+// queueStoreLen of them. A world takes one from queueStores at its first
+// connection and gives it back, with its connections' storage, when it
+// closes: the next world of the exploration, or of another running in
+// parallel, takes it up.
+type queueStore struct {
+	queues []spareQueues
+}
+
+// queueStoreLen bounds the connections' storage one queueStore keeps,
+// and queueSlotsKeptMax the slots of a queue's that it keeps: a queue
+// that grew past it in a burst is let go.
+const (
+	queueStoreLen     = 16
+	queueSlotsKeptMax = 16
+)
+
+// queueStores is the pool of queueStores the worlds of the process share.
+var queueStores = sync.Pool{New: func() any { return &queueStore{queues: make([]spareQueues, 0, queueStoreLen)} }}
+
 // keepQueues keeps the storage of the queues of conn, which the world
-// forgets, for a new connection (newConn), when there is room: the
-// queues are empty, and conn is left with none, so that a stray push
-// onto it could not write into a new connection's. The storage is
-// zeroed whole, past its length too: a released slot holds a delivered
-// message (fifo), and a to-server slot marked basic must hold zeros
-// beyond its basic fields (sendRequest).
+// forgets, for a new connection (newConn), when there is room: conn is
+// left with none, so that a push onto it (after Close, say) could not
+// write into another connection's. The storage is zeroed whole, past its
+// length too: a released slot holds a delivered message (fifo), a queue
+// of a world closed may hold undelivered ones, and a to-server slot
+// marked basic must hold zeros beyond its basic fields (sendRequest).
 func (w *World) keepQueues(conn *netConn) {
-	sp := &w.spareQueues
 	toServer, toClient := conn.toServer.items[:cap(conn.toServer.items)], conn.toClient.items[:cap(conn.toClient.items)]
 	conn.toServer, conn.toClient = fifo[wireMsg]{}, fifo[Output]{}
-	if sp.n == len(sp.queues) || len(toServer)+len(toClient) == 0 {
+	if w.spareQueues == nil {
+		w.spareQueues = queueStores.Get().(*queueStore)
+	}
+	if len(toServer) > queueSlotsKeptMax {
+		toServer = nil
+	}
+	if len(toClient) > queueSlotsKeptMax {
+		toClient = nil
+	}
+	sp := w.spareQueues
+	if len(sp.queues) == cap(sp.queues) || len(toServer)+len(toClient) == 0 {
 		return
 	}
 	clear(toServer)
 	clear(toClient)
-	sp.queues[sp.n] = spareQueues{toServer: toServer[:0], toClient: toClient[:0]}
-	sp.n++
+	sp.queues = append(sp.queues, spareQueues{toServer: toServer[:0], toClient: toClient[:0]})
+}
+
+// releaseQueues gives the storage of every connection's queues back to
+// queueStores, as the world closes: nothing delivers or reads a message
+// after, and a client call that pushes one (a Close, say) finds its
+// connection without storage and allocates its own.
+func (w *World) releaseQueues() {
+	for _, conn := range w.conns {
+		w.keepQueues(conn)
+	}
+	w.queued = 0
+	if w.spareQueues != nil {
+		queueStores.Put(w.spareQueues)
+		w.spareQueues = nil
+	}
 }
 
 func (w *World) connByID(id ConnID) *netConn {

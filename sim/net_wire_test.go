@@ -1,8 +1,11 @@
 package sim
 
 import (
+	"context"
 	"reflect"
+	"slices"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 )
@@ -100,7 +103,7 @@ func TestIsBasicSeesEveryField(t *testing.T) {
 // a slot marked basic holds zeros beyond its basic fields; the forgotten
 // connection keeps none of it.
 func TestNewConnTakesForgottenQueues(t *testing.T) {
-	w := &World{}
+	w := &World{spareQueues: &queueStore{queues: make([]spareQueues, 0, queueStoreLen)}}
 	old := &netConn{id: 1}
 	w.conns = []*netConn{old}
 	req := Request{Xid: 1, Op: OpGetData, Path: "/a", Data: []byte("x")}
@@ -132,5 +135,42 @@ func TestNewConnTakesForgottenQueues(t *testing.T) {
 	}
 	if other := w.newConn(3, nil); other.toServer.items != nil || other.toClient.items != nil {
 		t.Fatalf("a second connection took storage already taken")
+	}
+}
+
+// A world that closes gives its connections' queue storage back to the
+// pool (releaseQueues), leaving every connection with none: a client's
+// Close after the world's pushes its close onto storage of its own, not
+// onto storage another world may have taken since.
+func TestClosedWorldGivesQueuesBack(t *testing.T) {
+	w := New(Config{Seed: 1})
+	c, err := w.NewClient(ClientConfig{SessionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Go(c, "create", func(ctx context.Context) {
+		if _, err := c.Create(ctx, "/a", nil, 0, acl); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := w.Run(); err != nil {
+		t.Fatal(err)
+	}
+	conns := slices.Clone(w.conns)
+	if len(conns) == 0 || cap(conns[0].toServer.items) == 0 || cap(conns[0].toClient.items) == 0 {
+		t.Fatalf("the client's connection has no queue storage to give back: %+v", conns)
+	}
+	w.Close()
+	if w.spareQueues != nil {
+		t.Fatalf("the closed world keeps its queue store")
+	}
+	for _, conn := range conns {
+		if conn.toServer.items != nil || conn.toClient.items != nil {
+			t.Fatalf("conn%d keeps its queues' storage after the world closed", conn.id)
+		}
+	}
+	c.Close()
+	if n := conns[0].toServer.len(); n > 1 {
+		t.Fatalf("%d messages on the closed world's connection", n)
 	}
 }

@@ -103,12 +103,9 @@ type World struct {
 	// checkUnwoken asserts it.
 	queued  int
 	connSeq ConnID
-	// spareQueues holds the queues' storage of a few connections the
-	// world forgot, for new ones (newConn, keepQueues).
-	spareQueues struct {
-		queues [4]spareQueues
-		n      int
-	}
+	// spareQueues holds the queues' storage of connections forgotten,
+	// for new ones (newConn, keepQueues), nil until the first.
+	spareQueues *queueStore
 
 	// channelChanges counts the moments a channel a task waits on in
 	// Wait may have been sent on or closed: the simulation's deliveries to
@@ -779,4 +776,5 @@ func (w *World) Close() {
 		w.handoff(w.main, t)
 	}
 	w.running = false
+	w.releaseQueues()
 }
