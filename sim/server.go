@@ -387,7 +387,27 @@ func (s *Server) Outputs() []Output {
 // each output (some 380 bytes) in.
 func (s *Server) KeepOutputs(spare []Output) { s.outputs = spare[:0] }
 
-func (s *Server) send(o Output) { s.outputs = append(s.outputs, o) }
+func (s *Server) send(o Output) {
+	if len(s.outputs) == cap(s.outputs) {
+		s.growOutputs()
+	}
+	s.outputs = append(s.outputs, o)
+}
+
+// outputsFirstCap is the least room growOutputs makes for a server's
+// outputs: a write's reply comes with the watch events it fires, and
+// room for one grew at once to two in most worlds of an exploration (a
+// new world's server, or a connection's queue, starts with none; their
+// storage goes round, from world to world: moveOutputs, queueStores).
+const outputsFirstCap = 2
+
+// growOutputs makes room for at least one more output, outputsFirstCap
+// at the least, doubling as append would past it.
+func (s *Server) growOutputs() {
+	grown := make([]Output, len(s.outputs), max(outputsFirstCap, 2*cap(s.outputs)))
+	copy(grown, s.outputs)
+	s.outputs = grown
+}
 
 func (s *Server) wallMs(nowMs int64) int64 { return s.cfg.EpochMs + nowMs }
 
@@ -874,6 +894,9 @@ func (s *Server) replySlot(conn ConnID) *Response {
 // 400 bytes: built aside and handed down by value (reply, send), it was
 // copied twice more on its way into the queue.
 func (s *Server) outputSlot(conn ConnID, kind OutputKind) *Output {
+	if len(s.outputs) == cap(s.outputs) {
+		s.growOutputs()
+	}
 	s.outputs = append(s.outputs, Output{})
 	o := &s.outputs[len(s.outputs)-1]
 	o.Conn, o.Kind = conn, kind
