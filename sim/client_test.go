@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -631,5 +632,35 @@ func TestCallsThroughACrashedClientReturnAtTheCrash(t *testing.T) {
 	}
 	if waitedAt != 2*time.Second || waitedErr == nil {
 		t.Errorf("Wait through the crashed client returned %v at %v; want an error at 2s", waitedErr, waitedAt)
+	}
+}
+
+// A world that closes gives its clients' request records back to the pool
+// (releasePendings), the record of a client's Close included, and leaves
+// each client with none: a call after the world's Close makes its own.
+func TestClosedWorldGivesRecordsBack(t *testing.T) {
+	w := New(Config{Seed: 1})
+	c, err := w.NewClient(ClientConfig{SessionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Go(c, "create", func(ctx context.Context) {
+		if _, err := c.Create(ctx, "/a", nil, 0, acl); err != nil {
+			t.Error(err)
+		}
+		c.Close()
+	})
+	if err := w.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if c.closeRecord == nil {
+		t.Fatalf("the client's Close kept no record")
+	}
+	w.Close()
+	if len(c.free)+len(c.inflight)+len(c.unsent) != 0 || c.closeRecord != nil || w.sparePendings != nil {
+		t.Fatalf("records left after the world closed: %d free, %d in flight, %d unsent, close %p, store %p", len(c.free), len(c.inflight), len(c.unsent), c.closeRecord, w.sparePendings)
+	}
+	if p := c.newPending(); !reflect.ValueOf(*p).IsZero() {
+		t.Fatalf("a record after Close is not zero: %+v", p)
 	}
 }

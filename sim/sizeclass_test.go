@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// An exploration makes a world and a server for every schedule, so a
+// An exploration makes a world, a server and clients for every schedule, so a
 // few bytes more on either can cost a whole step of the allocator's size
 // classes: a server of 1,544 bytes took 1,792. The sizes they are held
 // to are classes of Go's allocator (runtime/sizeclasses.go), less the
@@ -20,6 +20,7 @@ func TestPerRunStructsFitTheirSizeClass(t *testing.T) {
 	}{
 		{Server{}, 1536},
 		{World{}, 2688},
+		{Client{}, 896},
 	} {
 		if size := reflect.TypeOf(c.v).Size(); size+mallocHeaderBytes > c.class {
 			t.Errorf("%T is %d bytes and the allocator's header %d, past the allocator's class of %d", c.v, size, mallocHeaderBytes, c.class)

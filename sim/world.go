@@ -106,6 +106,9 @@ type World struct {
 	// spareQueues holds the queues' storage of connections forgotten,
 	// for new ones (newConn, keepQueues), nil until the first.
 	spareQueues *queueStore
+	// sparePendings holds request records of worlds closed, for the
+	// clients' first calls (takePending), nil until the first.
+	sparePendings *pendingStore
 
 	// channelChanges counts the moments a channel a task waits on in
 	// Wait may have been sent on or closed: the simulation's deliveries to
@@ -777,4 +780,5 @@ func (w *World) Close() {
 	}
 	w.running = false
 	w.releaseQueues()
+	w.releasePendings()
 }
