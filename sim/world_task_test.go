@@ -258,3 +258,30 @@ func TestCheckUnwokenCountsQueued(t *testing.T) {
 		t.Fatalf("queued %d after the client closed", w.queued)
 	}
 }
+
+// A world that closes gives its tasks back to the pool (releaseTasks),
+// zeroed: those that ended and those Close ended.
+func TestClosedWorldGivesTasksBack(t *testing.T) {
+	w := New(Config{Seed: 1})
+	w.Go(nil, "ends", func(ctx context.Context) {})
+	w.Go(nil, "blocks", func(ctx context.Context) { w.block(cond(func() bool { return false })) })
+	if err := w.RunFor(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var made []*task
+	for tk := w.lastMade; tk != nil; tk = tk.madeBefore {
+		made = append(made, tk)
+	}
+	if len(made) != 2 {
+		t.Fatalf("%d tasks listed as made, want 2", len(made))
+	}
+	w.Close()
+	if w.lastMade != nil || w.spareTasks != nil {
+		t.Fatalf("the closed world keeps its tasks' list or store")
+	}
+	for _, tk := range made {
+		if tk.name != "" || tk.w != nil || tk.done {
+			t.Fatalf("a task given back is not zero: %+v", tk)
+		}
+	}
+}
