@@ -664,3 +664,56 @@ func TestClosedWorldGivesRecordsBack(t *testing.T) {
 		t.Fatalf("a record after Close is not zero: %+v", p)
 	}
 }
+
+// A world that closes leaves the unused rest of its block of Stats, and
+// of its server's block of child names, to the next world
+// (releaseBlockTails, takeBlockTails): a Stat or a list of names handed
+// out before stays as it was while the next world fills the rest.
+func TestClosedWorldLeavesBlockTails(t *testing.T) {
+	run := func(calls int) (*World, []*zk.Stat, [][]string) {
+		w := New(Config{Seed: 1})
+		c, err := w.NewClient(ClientConfig{SessionTimeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stats []*zk.Stat
+		var lists [][]string
+		w.Go(c, "calls", func(ctx context.Context) {
+			for i := range calls {
+				st, err := c.Set(ctx, "/", []byte(fmt.Sprint(i)), -1)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				names, _, err := c.Children(ctx, "/")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				stats, lists = append(stats, st), append(lists, names)
+			}
+		})
+		if err := w.Run(); err != nil {
+			t.Fatal(err)
+		}
+		return w, stats, lists
+	}
+	w, stats, lists := run(3)
+	want := make([]zk.Stat, len(stats))
+	for i, st := range stats {
+		want[i] = *st
+	}
+	w.Close()
+	if w.stats != nil || w.server.names != nil {
+		t.Fatalf("the closed world keeps the rest of its blocks")
+	}
+	run(100)
+	for i, st := range stats {
+		if *st != want[i] {
+			t.Fatalf("Stat %d changed to %+v, want %+v", i, *st, want[i])
+		}
+		if strings.Join(lists[i], ",") != "zookeeper" {
+			t.Fatalf("list %d changed to %v", i, lists[i])
+		}
+	}
+}

@@ -205,6 +205,7 @@ func New(cfg Config) *World {
 		w.server = NewServer(cfg.Server)
 		w.server.checkEvery = cfg.CheckEveryStep
 	}
+	w.takeBlockTails()
 	w.strategy = cfg.Strategy
 	if w.strategy == nil {
 		w.strategy = RandomWalk{}
@@ -848,4 +849,50 @@ func (w *World) Close() {
 	w.releaseQueues()
 	w.releasePendings()
 	w.releaseTasks()
+	w.releaseBlockTails()
+}
+
+// blockTails is the unused rest of a world's last block of Stats
+// (Client.newStat) and of its server's last block of child names
+// (Server.childList): slots never handed out, which a world closed
+// leaves to the next (takeBlockTails), through blockTailPool. A world's
+// last blocks were left, on average, half unused: some 1.6 KB of each
+// schedule of an exploration.
+type blockTails struct {
+	stats []zk.Stat
+	names []string
+}
+
+// blockTailPool is the pool of blockTails the worlds of the process share.
+var blockTailPool = sync.Pool{New: func() any { return new(blockTails) }}
+
+// takeBlockTails starts the world's blocks with the rest of a closed
+// world's, if there is one.
+func (w *World) takeBlockTails() {
+	bt := blockTailPool.Get().(*blockTails)
+	w.stats, bt.stats = bt.stats, nil
+	if w.server != nil {
+		w.server.names, bt.names = bt.names, nil
+	}
+	blockTailPool.Put(bt)
+}
+
+// releaseBlockTails leaves the rest of the world's blocks to the next
+// world, keeping, of the two, the longer. Nothing of the closed world
+// takes from them after: its clients' calls end at once, and its server's
+// child names are taken from the world's own again should it be asked
+// for a list (a block of its own).
+func (w *World) releaseBlockTails() {
+	bt := blockTailPool.Get().(*blockTails)
+	if len(w.stats) > len(bt.stats) {
+		bt.stats = w.stats
+	}
+	w.stats = nil
+	if w.server != nil {
+		if len(w.server.names) > len(bt.names) {
+			bt.names = w.server.names
+		}
+		w.server.names = nil
+	}
+	blockTailPool.Put(bt)
 }
