@@ -547,15 +547,7 @@ func (w *World) takePending() *pending {
 	if w.sparePendings == nil {
 		w.sparePendings = pendingStores.Get().(*pendingStore)
 	}
-	sp := w.sparePendings
-	n := len(sp.records)
-	if n == 0 {
-		return nil
-	}
-	p := sp.records[n-1]
-	sp.records[n-1] = nil
-	sp.records = sp.records[:n-1]
-	return p
+	return popSpare(&w.sparePendings.records)
 }
 
 // releasePendings gives the records of every client's calls, free or

@@ -639,20 +639,7 @@ func TestCallsThroughACrashedClientReturnAtTheCrash(t *testing.T) {
 // (releasePendings), the record of a client's Close included, and leaves
 // each client with none: a call after the world's Close makes its own.
 func TestClosedWorldGivesRecordsBack(t *testing.T) {
-	w := New(Config{Seed: 1})
-	c, err := w.NewClient(ClientConfig{SessionTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Go(c, "create", func(ctx context.Context) {
-		if _, err := c.Create(ctx, "/a", nil, 0, acl); err != nil {
-			t.Error(err)
-		}
-		c.Close()
-	})
-	if err := w.Run(); err != nil {
-		t.Fatal(err)
-	}
+	w, c := runCreate(t, "/a", func(c *Client) { c.Close() })
 	if c.closeRecord == nil {
 		t.Fatalf("the client's Close kept no record")
 	}

@@ -32,12 +32,7 @@ var workerPool struct {
 // takeWorker returns an idle worker, or a new one, to run task t of w.
 func takeWorker(w *World, t *task) *worker {
 	workerPool.Lock()
-	var wk *worker
-	if n := len(workerPool.idle); n > 0 {
-		wk = workerPool.idle[n-1]
-		workerPool.idle[n-1] = nil
-		workerPool.idle = workerPool.idle[:n-1]
-	}
+	wk := popSpare(&workerPool.idle)
 	workerPool.Unlock()
 	if wk == nil {
 		wk = newWorker()

@@ -715,14 +715,10 @@ func (e *Ensemble) forwardCopy(nowMs int64, m *member, mc *memberConn, conn Conn
 // forwardedRequest is a copy of req for a msgForward: a request the
 // leader is done with, or a new one.
 func (e *Ensemble) forwardedRequest(req *Request) *Request {
-	n := len(e.freeRequests)
-	if n == 0 {
-		r := *req
-		return &r
+	r := popSpare(&e.freeRequests)
+	if r == nil {
+		r = new(Request)
 	}
-	r := e.freeRequests[n-1]
-	e.freeRequests[n-1] = nil
-	e.freeRequests = e.freeRequests[:n-1]
 	*r = *req
 	return r
 }

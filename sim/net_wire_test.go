@@ -1,11 +1,9 @@
 package sim
 
 import (
-	"context"
 	"reflect"
 	"slices"
 	"testing"
-	"time"
 
 	"pgregory.net/rapid"
 )
@@ -143,19 +141,7 @@ func TestNewConnTakesForgottenQueues(t *testing.T) {
 // Close after the world's pushes its close onto storage of its own, not
 // onto storage another world may have taken since.
 func TestClosedWorldGivesQueuesBack(t *testing.T) {
-	w := New(Config{Seed: 1})
-	c, err := w.NewClient(ClientConfig{SessionTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Go(c, "create", func(ctx context.Context) {
-		if _, err := c.Create(ctx, "/a", nil, 0, acl); err != nil {
-			t.Error(err)
-		}
-	})
-	if err := w.Run(); err != nil {
-		t.Fatal(err)
-	}
+	w, c := runCreate(t, "/a", nil)
 	conns := slices.Clone(w.conns)
 	if len(conns) == 0 || cap(conns[0].toServer.items) == 0 || cap(conns[0].toClient.items) == 0 {
 		t.Fatalf("the client's connection has no queue storage to give back: %+v", conns)

@@ -72,14 +72,7 @@ func (t *watchTable) add(path string, conn ConnID, mode watchMode) {
 // takeSpare returns an empty list with the storage of one that emptied,
 // nil if there is none.
 func (t *watchTable) takeSpare() []ConnID {
-	n := len(t.spare)
-	if n == 0 {
-		return nil
-	}
-	conns := t.spare[n-1]
-	t.spare[n-1] = nil
-	t.spare = t.spare[:n-1]
-	return conns
+	return popSpare(&t.spare)
 }
 
 // forget deletes path's list, which has emptied, keeping its storage.

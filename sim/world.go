@@ -319,13 +319,8 @@ func (w *World) newTask() *task {
 	if w.spareTasks == nil {
 		w.spareTasks = taskStores.Get().(*taskStore)
 	}
-	var t *task
-	sp := w.spareTasks
-	if n := len(sp.tasks); n > 0 {
-		t = sp.tasks[n-1]
-		sp.tasks[n-1] = nil
-		sp.tasks = sp.tasks[:n-1]
-	} else {
+	t := popSpare(&w.spareTasks.tasks)
+	if t == nil {
 		t = new(task)
 	}
 	t.madeBefore, w.lastMade = w.lastMade, t

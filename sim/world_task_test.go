@@ -224,20 +224,8 @@ func TestCheckUnwokenCountsWoken(t *testing.T) {
 // connections, to the messages on their queues: a count gone stale fails
 // it, and the count follows a run's requests, replies and close to none.
 func TestCheckUnwokenCountsQueued(t *testing.T) {
-	w := New(Config{Seed: 1})
+	w, c := runCreate(t, "/n", nil)
 	defer w.Close()
-	c, err := w.NewClient(ClientConfig{SessionTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Go(c, "writer", func(ctx context.Context) {
-		if _, err := c.Create(ctx, "/n", nil, 0, acl); err != nil {
-			t.Error(err)
-		}
-	})
-	if err := w.Run(); err != nil {
-		t.Fatal(err)
-	}
 	w.checkUnwoken()
 	w.queued++
 	func() {
@@ -284,4 +272,28 @@ func TestClosedWorldGivesTasksBack(t *testing.T) {
 			t.Fatalf("a task given back is not zero: %+v", tk)
 		}
 	}
+}
+
+// runCreate runs a world of one client that creates path and then, if
+// then is not nil, calls then; it returns the world, not closed, and the
+// client.
+func runCreate(t *testing.T, path string, then func(c *Client)) (*World, *Client) {
+	t.Helper()
+	w := New(Config{Seed: 1})
+	c, err := w.NewClient(ClientConfig{SessionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Go(c, "create", func(ctx context.Context) {
+		if _, err := c.Create(ctx, path, nil, 0, acl); err != nil {
+			t.Error(err)
+		}
+		if then != nil {
+			then(c)
+		}
+	})
+	if err := w.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return w, c
 }
