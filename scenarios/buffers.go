@@ -141,25 +141,25 @@ func (b *runBuffers) text(k textSlot, t []byte) string {
 
 // takeScenario is a scenario to copy a run's into (Scenario.cloneInto):
 // the one a run's result gave back, if any.
-func (b *runBuffers) takeScenario() *Scenario {
-	sc := b.scenario
-	if sc == nil {
-		return new(Scenario)
-	}
-	b.scenario = nil
-	return sc
-}
+func (b *runBuffers) takeScenario() *Scenario { return takeKept(&b.scenario) }
 
 // takeVerdict is a zero verdict with its checks' array: the one a run
 // left, if any.
 func (b *runBuffers) takeVerdict() *verdictAndChecks {
-	vc := b.verdict
-	if vc == nil {
-		return new(verdictAndChecks)
-	}
-	b.verdict = nil
+	vc := takeKept(&b.verdict)
 	*vc = verdictAndChecks{}
 	return vc
+}
+
+// takeKept takes the thing *kept holds for reuse, leaving it nil, or
+// makes a new one if it holds none.
+func takeKept[T any](kept **T) *T {
+	v := *kept
+	if v == nil {
+		return new(T)
+	}
+	*kept = nil
+	return v
 }
 
 // takeParts is the parts of n clients, zero but for their tasks: the
