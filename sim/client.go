@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -525,29 +524,17 @@ func (c *Client) newPending() *pending {
 	return &pending{}
 }
 
-// A pendingStore holds request records of clients of worlds closed, zeroed,
-// up to pendingStoreLen. A world takes one from pendingStores at its
-// first client and gives it back, with its clients' records, when it closes
+// pendingStores holds request records of clients of worlds closed,
+// zeroed, 32 to a list: a world takes a list at its first client and
+// gives it back, with its clients' records, when it closes
 // (releasePendings): a record of some 700 bytes for each client of each
 // world of an exploration was 4% of the bytes it allocated.
-type pendingStore struct {
-	records []*pending
-}
+var pendingStores = sparePool[*pending]{max: 32}
 
-// pendingStoreLen bounds the records one pendingStore keeps.
-const pendingStoreLen = 32
-
-// pendingStores is the pool of pendingStores the worlds of the process
-// share.
-var pendingStores = sync.Pool{New: func() any { return &pendingStore{records: make([]*pending, 0, pendingStoreLen)} }}
-
-// takePending returns a record from the world's pendingStore, nil if it
-// has none.
+// takePending returns a record from the world's spares, nil if it has
+// none.
 func (w *World) takePending() *pending {
-	if w.sparePendings == nil {
-		w.sparePendings = pendingStores.Get().(*pendingStore)
-	}
-	return popSpare(&w.sparePendings.records)
+	return pendingStores.take(&w.sparePendings).pop()
 }
 
 // releasePendings gives the records of every client's calls, free or
@@ -556,24 +543,20 @@ func (w *World) takePending() *pending {
 // handed to user code), and each client is left with none, so that a
 // call after Close (a client's Close) makes a record of its own.
 func (w *World) releasePendings() {
-	if w.sparePendings == nil {
-		w.sparePendings = pendingStores.Get().(*pendingStore)
-	}
-	sp := w.sparePendings
+	sp := pendingStores.take(&w.sparePendings)
 	for _, c := range w.clients {
 		for _, list := range [...][]*pending{c.free, c.inflight, c.unsent, {c.closeRecord}} {
 			for _, p := range list {
-				if p != nil && len(sp.records) < cap(sp.records) && !slices.Contains(sp.records, p) {
+				if p != nil && !sp.full() && !slices.Contains(sp.list, p) {
 					*p = pending{}
-					sp.records = append(sp.records, p)
+					sp.keep(p)
 				}
 			}
 			clear(list)
 		}
 		c.free, c.inflight, c.unsent, c.closeRecord = c.free[:0], c.inflight[:0], c.unsent[:0], nil
 	}
-	pendingStores.Put(sp)
-	w.sparePendings = nil
+	pendingStores.give(&w.sparePendings)
 }
 
 // freePending gives back a finished call's record for reuse. It resets

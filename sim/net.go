@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"slices"
-	"sync"
 )
 
 type wireKind int
@@ -82,16 +81,8 @@ func (w *World) dial(c *Client) (conn *netConn, refused bool) {
 // clients connect again after every fault that breaks their connection.
 func (w *World) newConn(id ConnID, c *Client) *netConn {
 	conn := &netConn{id: id, client: c}
-	if w.spareQueues == nil {
-		w.spareQueues = queueStores.Get().(*queueStore)
-	}
-	sp := w.spareQueues
-	if n := len(sp.queues); n > 0 {
-		q := &sp.queues[n-1]
-		conn.toServer.items, conn.toClient.items = q.toServer, q.toClient
-		*q = spareQueues{}
-		sp.queues = sp.queues[:n-1]
-	}
+	q := queueStores.take(&w.spareQueues).pop()
+	conn.toServer.items, conn.toClient.items = q.toServer, q.toClient
 	return conn
 }
 
@@ -102,25 +93,14 @@ type spareQueues struct {
 	toClient []Output
 }
 
-// A queueStore holds the storage of forgotten connections' queues, up to
-// queueStoreLen of them. A world takes one from queueStores at its first
-// connection and gives it back, with its connections' storage, when it
-// closes: the next world of the exploration, or of another running in
-// parallel, takes it up.
-type queueStore struct {
-	queues []spareQueues
-}
+// queueStores holds the storage of forgotten connections' queues, 16
+// connections' to a list: a world takes a list at its first connection
+// and gives it back, with its connections' storage, when it closes.
+var queueStores = sparePool[spareQueues]{max: 16}
 
-// queueStoreLen bounds the connections' storage one queueStore keeps,
-// and queueSlotsKeptMax the slots of a queue's that it keeps: a queue
-// that grew past it in a burst is let go.
-const (
-	queueStoreLen     = 16
-	queueSlotsKeptMax = 16
-)
-
-// queueStores is the pool of queueStores the worlds of the process share.
-var queueStores = sync.Pool{New: func() any { return &queueStore{queues: make([]spareQueues, 0, queueStoreLen)} }}
+// queueSlotsKeptMax bounds the slots of a queue's that queueStores
+// keeps: a queue that grew past it in a burst is let go.
+const queueSlotsKeptMax = 16
 
 // keepQueues keeps the storage of the queues of conn, which the world
 // forgets, for a new connection (newConn), when there is room: conn is
@@ -132,22 +112,19 @@ var queueStores = sync.Pool{New: func() any { return &queueStore{queues: make([]
 func (w *World) keepQueues(conn *netConn) {
 	toServer, toClient := conn.toServer.items[:cap(conn.toServer.items)], conn.toClient.items[:cap(conn.toClient.items)]
 	conn.toServer, conn.toClient = fifo[wireMsg]{}, fifo[Output]{}
-	if w.spareQueues == nil {
-		w.spareQueues = queueStores.Get().(*queueStore)
-	}
+	sp := queueStores.take(&w.spareQueues)
 	if len(toServer) > queueSlotsKeptMax {
 		toServer = nil
 	}
 	if len(toClient) > queueSlotsKeptMax {
 		toClient = nil
 	}
-	sp := w.spareQueues
-	if len(sp.queues) == cap(sp.queues) || len(toServer)+len(toClient) == 0 {
+	if sp.full() || len(toServer)+len(toClient) == 0 {
 		return
 	}
 	clear(toServer)
 	clear(toClient)
-	sp.queues = append(sp.queues, spareQueues{toServer: toServer[:0], toClient: toClient[:0]})
+	sp.keep(spareQueues{toServer: toServer[:0], toClient: toClient[:0]})
 }
 
 // releaseQueues gives the storage of every connection's queues back to
@@ -159,10 +136,7 @@ func (w *World) releaseQueues() {
 		w.keepQueues(conn)
 	}
 	w.queued = 0
-	if w.spareQueues != nil {
-		queueStores.Put(w.spareQueues)
-		w.spareQueues = nil
-	}
+	queueStores.give(&w.spareQueues)
 }
 
 func (w *World) connByID(id ConnID) *netConn {

@@ -101,7 +101,7 @@ func TestIsBasicSeesEveryField(t *testing.T) {
 // a slot marked basic holds zeros beyond its basic fields; the forgotten
 // connection keeps none of it.
 func TestNewConnTakesForgottenQueues(t *testing.T) {
-	w := &World{spareQueues: &queueStore{queues: make([]spareQueues, 0, queueStoreLen)}}
+	w := &World{spareQueues: &spares[spareQueues]{list: make([]spareQueues, 0, queueStores.max)}}
 	old := &netConn{id: 1}
 	w.conns = []*netConn{old}
 	req := Request{Xid: 1, Op: OpGetData, Path: "/a", Data: []byte("x")}

@@ -106,14 +106,14 @@ type World struct {
 	connSeq ConnID
 	// spareQueues holds the queues' storage of connections forgotten,
 	// for new ones (newConn, keepQueues), nil until the first.
-	spareQueues *queueStore
+	spareQueues *spares[spareQueues]
 	// sparePendings holds request records of worlds closed, for the
 	// clients' first calls (takePending), nil until the first.
-	sparePendings *pendingStore
+	sparePendings *spares[*pending]
 	// spareTasks holds tasks of worlds closed, for Go (newTask), nil
 	// until the first; lastMade is the last task Go made, the head of
 	// the list of them all (task.madeBefore).
-	spareTasks *taskStore
+	spareTasks *spares[*task]
 	lastMade   *task
 
 	// channelChanges counts the moments a channel a task waits on in
@@ -316,10 +316,7 @@ type task struct {
 // newTask returns a zero task, one a world closed before gave back
 // (taskStores) if there is one, listed among the world's tasks made.
 func (w *World) newTask() *task {
-	if w.spareTasks == nil {
-		w.spareTasks = taskStores.Get().(*taskStore)
-	}
-	t := popSpare(&w.spareTasks.tasks)
+	t := taskStores.take(&w.spareTasks).pop()
 	if t == nil {
 		t = new(task)
 	}
@@ -327,40 +324,28 @@ func (w *World) newTask() *task {
 	return t
 }
 
-// A taskStore holds tasks of worlds closed, zeroed, up to taskStoreLen.
-// A world takes one from taskStores at its first task and gives it back,
-// with its own tasks, when it closes: a task of some 370 bytes for each
-// of every world's was 2% of the bytes of an exploration.
-type taskStore struct {
-	tasks []*task
-}
-
-// taskStoreLen bounds the tasks one taskStore keeps.
-const taskStoreLen = 32
-
-// taskStores is the pool of taskStores the worlds of the process share.
-var taskStores = sync.Pool{New: func() any { return &taskStore{tasks: make([]*task, 0, taskStoreLen)} }}
+// taskStores holds tasks of worlds closed, zeroed, 32 to a list: a world
+// takes a list at its first task and gives it back, with its own tasks,
+// when it closes: a task of some 370 bytes for each of every world's was
+// 2% of the bytes of an exploration.
+var taskStores = sparePool[*task]{max: 32}
 
 // releaseTasks gives the world's tasks back to taskStores as it closes:
 // each has ended (Close ended those that had not), and nothing of the
 // world runs or reads one after. A task parked for good (parked) is left
 // alone: its worker still holds it.
 func (w *World) releaseTasks() {
-	if w.spareTasks == nil {
-		w.spareTasks = taskStores.Get().(*taskStore)
-	}
-	sp := w.spareTasks
+	sp := taskStores.take(&w.spareTasks)
 	for t := w.lastMade; t != nil; {
 		before := t.madeBefore
-		if t.done && !t.parked && t.worker == nil && len(sp.tasks) < cap(sp.tasks) {
+		if t.done && !t.parked && t.worker == nil && !sp.full() {
 			*t = task{}
-			sp.tasks = append(sp.tasks, t)
+			sp.keep(t)
 		}
 		t = before
 	}
 	w.lastMade = nil
-	taskStores.Put(sp)
-	w.spareTasks = nil
+	taskStores.give(&w.spareTasks)
 }
 
 // Go starts fn as a task of client c's process (c may be nil for a task
