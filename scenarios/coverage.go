@@ -583,14 +583,8 @@ func (r *coverageRecorder) event(e *sim.Event, k traceKind, op applyOp) {
 	}
 }
 
-// follow follows event e of the trace.
-func (r *coverageRecorder) follow(e *sim.Event) {
-	k, op := traceCodes(e)
-	r.followKind(e, k, op)
-}
-
-// followKind is follow of an event whose kind and op are read already
-// (observer.Event).
+// followKind follows event e of the trace, whose kind and op
+// observer.Event has read.
 func (r *coverageRecorder) followKind(e *sim.Event, k traceKind, op applyOp) {
 	switch k {
 	case traceSession:

@@ -272,3 +272,10 @@ func TestAimSkipsSilentPhases(t *testing.T) {
 		t.Errorf("no request in any phase: drop-request aimed at %v", phases)
 	}
 }
+
+// follow is followKind of an event whose kind and op it reads, as
+// observer.Event does.
+func (r *coverageRecorder) follow(e *sim.Event) {
+	k, op := traceCodes(e)
+	r.followKind(e, k, op)
+}
